@@ -1,0 +1,263 @@
+// CPU pair-distance histogram kernel for one frame and all species pairs.
+//
+// Compiled once per instruction set (FASTRDF_ISA = baseline | avx2 | avx512 | native); the
+// dispatcher picks the best one the CPU supports. Design after CADISHI
+// (../shared/papers/000_250f7fd1161c6543.txt, Sec. 3.1):
+//   * the pairs of every species pair are cut into bs x bs tiles (bs from L2 size, Eq. 6);
+//     all tiles of all pairs form one task list that OpenMP threads take dynamically;
+//   * for each row of a tile a SIMD loop writes bin indices into a small index buffer (out of
+//     range pairs go to one of 16 dummy slots, so the loop has no branch), then a scalar loop
+//     increments the thread's private uint32 histogram;
+//   * private histograms are flushed into the uint64 totals before any bin could wrap;
+//   * a species with itself is done once (i < j) and counted twice, plus the i == j pairs at
+//     distance 0, which is how MDAnalysis's InterRDF counts g1 == g2.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "fastrdf/geometry.hpp"
+#include "fastrdf/kernel_api.hpp"
+
+#ifndef FASTRDF_ISA
+#error "FASTRDF_ISA must name the instruction-set variant"
+#endif
+
+namespace fastrdf {
+namespace cpu {
+namespace FASTRDF_ISA {
+
+namespace {
+
+constexpr int kDummySlots = 16;
+constexpr uint32_t kNearFlag = 0x80000000u;
+
+template <typename T>
+struct Coords {
+    const float* x;
+    const float* y;
+    const float* z;
+    const int32_t* labels;
+};
+
+// SIMD part: bin index (or dummy slot, or near-edge flag) of pairs (i, j0..j0+n).
+template <typename T, class Box, bool Labels, bool Exact>
+inline void row_indices(const float* __restrict xs, const float* __restrict ys,
+                        const float* __restrict zs, const int32_t* __restrict ls, int n, float xi,
+                        float yi, float zi, int32_t li, const Box& box, const Binning<T>& bin,
+                        uint32_t* __restrict idx) {
+    const T rmin = bin.rmin, rmax = bin.rmax, norm = bin.norm, delta = bin.near_delta;
+    const int nb = bin.nbins;
+#pragma omp simd
+    for (int k = 0; k < n; ++k) {
+        const T dx = static_cast<T>(xs[k] - xi);
+        const T dy = static_cast<T>(ys[k] - yi);
+        const T dz = static_cast<T>(zs[k] - zi);
+        const T r = std::sqrt(box.dist2(dx, dy, dz));
+        bool in = (r >= rmin) & (r <= rmax);
+        if (Labels) in = in & (ls[k] != li);
+        const T f = in ? (r - rmin) * norm : T(0);
+        int b = static_cast<int>(f);
+        b = b < nb ? b : nb - 1;
+        uint32_t u = static_cast<uint32_t>(b);
+        if (Exact) {
+            const T frac = f - static_cast<T>(b);
+            u |= ((frac < delta) | (frac > T(1) - delta)) ? kNearFlag : 0u;
+        }
+        idx[k] = in ? u : static_cast<uint32_t>(nb + (k & (kDummySlots - 1)));
+    }
+}
+
+template <typename T, class Box, bool Labels, bool Exact>
+void run_tasks(const FrameProblem& p, Workspace& ws, const Box& box, const Binning<T>& bin,
+               std::size_t bs, int n_tasks) {
+    const std::size_t stride = static_cast<std::size_t>(p.nbins) + kDummySlots;
+    const std::size_t hist_len = stride * p.n_pairs;
+    const int nt = p.n_threads;
+    const uint64_t flush_limit = std::numeric_limits<uint32_t>::max();
+
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt)
+#endif
+    {
+#ifdef _OPENMP
+        const int tid = omp_get_thread_num();
+#else
+        const int tid = 0;
+#endif
+        uint32_t* hist = ws.thread_hist.data() + tid * hist_len;
+        uint64_t* since = ws.thread_since_flush.data() + tid * p.n_pairs;
+        std::memset(hist, 0, hist_len * sizeof(uint32_t));
+        std::fill(since, since + p.n_pairs, uint64_t(0));
+        std::vector<uint32_t> idx_buf(bs);
+        uint32_t* idx = idx_buf.data();
+
+        auto flush = [&](int pair) {
+            const bool same = p.pairs[2 * pair] == p.pairs[2 * pair + 1];
+            uint32_t* h = hist + pair * stride;
+            uint64_t* o = p.out + static_cast<std::size_t>(pair) * p.nbins;
+            for (int b = 0; b < p.nbins; ++b) {
+                if (h[b]) {
+                    const uint64_t v = same ? 2 * static_cast<uint64_t>(h[b]) : h[b];
+#ifdef _OPENMP
+#pragma omp atomic
+#endif
+                    o[b] += v;
+                }
+            }
+            std::memset(h, 0, stride * sizeof(uint32_t));
+            since[pair] = 0;
+        };
+
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+        for (int t = 0; t < n_tasks; ++t) {
+            const int64_t* task = ws.tasks.data() + 5 * t;
+            const int pair = static_cast<int>(task[0]);
+            const int64_t i0 = task[1], i1 = task[2], j0 = task[3], j1 = task[4];
+            const bool diag = p.pairs[2 * pair] == p.pairs[2 * pair + 1] && i0 == j0;
+            const uint64_t tile_pairs = static_cast<uint64_t>(i1 - i0) * static_cast<uint64_t>(j1 - j0);
+            if (since[pair] + tile_pairs > flush_limit) flush(pair);
+            since[pair] += tile_pairs;
+            uint32_t* h = hist + pair * stride;
+            for (int64_t i = i0; i < i1; ++i) {
+                const int64_t js = diag ? std::max(j0, i + 1) : j0;
+                const int n = static_cast<int>(j1 - js);
+                if (n <= 0) continue;
+                row_indices<T, Box, Labels, Exact>(p.x + js, p.y + js, p.z + js,
+                                                   Labels ? p.labels + js : nullptr, n, p.x[i],
+                                                   p.y[i], p.z[i], Labels ? p.labels[i] : 0, box,
+                                                   bin, idx);
+                for (int k = 0; k < n; ++k) {
+                    uint32_t b = idx[k];
+                    if (Exact && (b & kNearFlag)) {
+                        // Rare: recompute this pair's distance (same arithmetic) and settle the
+                        // bin against numpy's edges.
+                        const int64_t j = js + k;
+                        const T r = std::sqrt(box.dist2(static_cast<T>(p.x[j] - p.x[i]),
+                                                        static_cast<T>(p.y[j] - p.y[i]),
+                                                        static_cast<T>(p.z[j] - p.z[i])));
+                        b = static_cast<uint32_t>(bin.exact_bin(r));
+                    }
+                    ++h[b];
+                }
+            }
+        }
+        for (int pair = 0; pair < p.n_pairs; ++pair) flush(pair);
+    }
+}
+
+template <typename T, class Box>
+void run_box(const FrameProblem& p, Workspace& ws, const Box& box, const Binning<T>& bin,
+             std::size_t bs, int n_tasks) {
+    constexpr bool exact = std::is_same<T, double>::value;
+    if (p.labels)
+        run_tasks<T, Box, true, exact>(p, ws, box, bin, bs, n_tasks);
+    else
+        run_tasks<T, Box, false, exact>(p, ws, box, bin, bs, n_tasks);
+}
+
+template <typename T>
+void run_precision(const FrameProblem& p, Workspace& ws, std::size_t bs, int n_tasks) {
+    Binning<T> bin;
+    const double rmin = p.edges[0], rmax = p.edges[p.nbins];
+    bin.rmin = static_cast<T>(rmin);
+    bin.rmax = static_cast<T>(rmax);
+    bin.norm = static_cast<T>(p.nbins / (rmax - rmin));
+    bin.nbins = p.nbins;
+    // |error| of (r - rmin) * norm and of the edges in bin units is a few ulp of nbins.
+    bin.near_delta = static_cast<T>(std::min(0.25, 1e-10 * (p.nbins + 1.0)));
+    if (std::is_same<T, double>::value) {
+        bin.edges = reinterpret_cast<const T*>(p.edges);
+    } else {
+        ws.edges_f.assign(p.edges, p.edges + p.nbins + 1);
+        bin.edges = reinterpret_cast<const T*>(ws.edges_f.data());
+    }
+
+    if (p.box_kind == kNoBox) {
+        run_box(p, ws, NoBox<T>{}, bin, bs, n_tasks);
+    } else if (p.box_kind == kOrtho) {
+        OrthoBox<T> box;
+        for (int c = 0; c < 3; ++c) {
+            box.l[c] = static_cast<T>(p.ortho[c]);
+            box.inv[c] = static_cast<T>(1.0 / p.ortho[c]);
+        }
+        run_box(p, ws, box, bin, bs, n_tasks);
+    } else {
+        auto fill = [&](auto& box) {
+            for (int r = 0; r < 3; ++r)
+                for (int c = 0; c < 3; ++c) {
+                    box.a[r][c] = static_cast<T>(p.basis[3 * r + c]);
+                    box.f[r][c] = static_cast<T>(p.reciprocal[3 * r + c]);
+                }
+        };
+        if (p.n_images == 0) {
+            TriclinicBox<T, false> box;
+            fill(box);
+            run_box(p, ws, box, bin, bs, n_tasks);
+        } else {
+            TriclinicBox<T, true> box;
+            fill(box);
+            if (std::is_same<T, double>::value) {
+                box.images = reinterpret_cast<const T*>(p.images);
+            } else {
+                ws.images_f.assign(p.images, p.images + 3 * p.n_images);
+                box.images = reinterpret_cast<const T*>(ws.images_f.data());
+            }
+            box.n_images = p.n_images;
+            run_box(p, ws, box, bin, bs, n_tasks);
+        }
+    }
+
+    // i == j pairs of a species with itself: distance exactly 0, excluded by any label.
+    if (!p.labels && bin.in_range(T(0))) {
+        const int b0 = bin.exact_bin(T(0));
+        for (int pair = 0; pair < p.n_pairs; ++pair) {
+            const int a = p.pairs[2 * pair];
+            if (a == p.pairs[2 * pair + 1])
+                p.out[static_cast<std::size_t>(pair) * p.nbins + b0] +=
+                    static_cast<uint64_t>(p.offsets[a + 1] - p.offsets[a]);
+        }
+    }
+}
+
+}  // namespace
+
+void histogram_frame(const FrameProblem& p, Workspace& ws) {
+    if (p.n_pairs == 0 || p.nbins <= 0) return;
+    const std::size_t bs = block_size(p.l2_bytes, p.nbins, p.n_pairs);
+
+    ws.tasks.clear();
+    for (int pair = 0; pair < p.n_pairs; ++pair) {
+        const int a = p.pairs[2 * pair], b = p.pairs[2 * pair + 1];
+        const int64_t a0 = p.offsets[a], a1 = p.offsets[a + 1];
+        const int64_t b0 = p.offsets[b], b1 = p.offsets[b + 1];
+        for (int64_t i0 = a0; i0 < a1; i0 += bs) {
+            const int64_t jstart = (a == b) ? i0 : b0;
+            for (int64_t j0 = jstart; j0 < b1; j0 += bs) {
+                const int64_t t[5] = {pair, i0, std::min<int64_t>(i0 + bs, a1), j0,
+                                      std::min<int64_t>(j0 + bs, b1)};
+                ws.tasks.insert(ws.tasks.end(), t, t + 5);
+            }
+        }
+    }
+    const int n_tasks = static_cast<int>(ws.tasks.size() / 5);
+    const std::size_t hist_len = (static_cast<std::size_t>(p.nbins) + kDummySlots) * p.n_pairs;
+    ws.thread_hist.resize(hist_len * p.n_threads);
+    ws.thread_since_flush.resize(static_cast<std::size_t>(p.n_pairs) * p.n_threads);
+
+    if (p.double_precision)
+        run_precision<double>(p, ws, bs, n_tasks);
+    else
+        run_precision<float>(p, ws, bs, n_tasks);
+}
+
+}  // namespace FASTRDF_ISA
+}  // namespace cpu
+}  // namespace fastrdf

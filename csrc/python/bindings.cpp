@@ -1,0 +1,233 @@
+// Python bindings of the CPU engine: mdakit_fastrdf._fastrdf_cpu
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "fastrdf/box_setup.hpp"
+#include "fastrdf/cpu.hpp"
+#include "fastrdf/geometry.hpp"
+
+namespace py = pybind11;
+using namespace fastrdf;
+
+#ifndef FASTRDF_VERSION
+#define FASTRDF_VERSION "unknown"
+#endif
+#ifndef FASTRDF_COMPILER
+#define FASTRDF_COMPILER "unknown"
+#endif
+
+namespace {
+
+int max_threads() {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+template <typename T>
+const T* checked(const py::array& a, const char* name, py::ssize_t ndim) {
+    if (a.ndim() != ndim) throw std::invalid_argument(std::string(name) + ": wrong number of dimensions");
+    if (!py::isinstance<py::array_t<T>>(a)) throw py::type_error(std::string(name) + ": wrong dtype");
+    if (!(a.flags() & py::array::c_style)) throw std::invalid_argument(std::string(name) + ": must be C-contiguous");
+    return static_cast<const T*>(a.data());
+}
+
+// The per-worker CPU engine: owns reusable buffers, one call histograms one frame.
+class CpuHistogrammer {
+   public:
+    explicit CpuHistogrammer(int n_threads, const std::string& isa) {
+        if (n_threads < 0) throw std::invalid_argument("n_threads: must be >= 1 (or 0 for all cores)");
+        n_threads_ = n_threads == 0 ? max_threads() : n_threads;
+#ifndef _OPENMP
+        n_threads_ = 1;
+#endif
+        isa_ = isa.empty() ? cpu::default_variant() : isa;
+        kernel_ = cpu::kernel_for(isa_);
+        const auto ok = cpu::usable_variants();
+        if (std::find(ok.begin(), ok.end(), isa_) == ok.end())
+            throw std::invalid_argument("isa: this CPU cannot run the '" + isa_ + "' variant");
+        l2_ = cpu::l2_cache_bytes();
+    }
+
+    // coords: (N, 3) float32; offsets: (S + 1,) int64; pairs: (P, 2) int32; edges: (nbins + 1,)
+    // float64; box: None or (3, 3) float64 box vectors as rows; labels: None or (N,) int32;
+    // out: (P, nbins) uint64, accumulated into.
+    void accumulate(py::array coords, py::array offsets, py::array pairs, py::array edges,
+                    int box_kind, py::object box, py::object labels, py::array out,
+                    bool double_precision) {
+        const float* xyz = checked<float>(coords, "coords", 2);
+        if (coords.shape(1) != 3) throw std::invalid_argument("coords: shape must be (n_atoms, 3)");
+        const auto n = static_cast<std::size_t>(coords.shape(0));
+        FrameProblem p;
+        p.offsets = checked<int64_t>(offsets, "offsets", 1);
+        p.n_species = static_cast<int>(offsets.shape(0)) - 1;
+        p.pairs = checked<int32_t>(pairs, "pairs", 2);
+        p.n_pairs = static_cast<int>(pairs.shape(0));
+        p.edges = checked<double>(edges, "edges", 1);
+        p.nbins = static_cast<int>(edges.shape(0)) - 1;
+        if (p.n_species < 1 || p.offsets[0] != 0 || p.offsets[p.n_species] != static_cast<int64_t>(n))
+            throw std::invalid_argument("offsets: must start at 0 and end at n_atoms");
+        for (int s = 0; s < p.n_species; ++s)
+            if (p.offsets[s + 1] < p.offsets[s]) throw std::invalid_argument("offsets: must not decrease");
+        if (pairs.shape(1) != 2) throw std::invalid_argument("pairs: shape must be (n_pairs, 2)");
+        for (int i = 0; i < 2 * p.n_pairs; ++i)
+            if (p.pairs[i] < 0 || p.pairs[i] >= p.n_species)
+                throw std::invalid_argument("pairs: species index out of range");
+        if (p.nbins < 1) throw std::invalid_argument("edges: need at least two edges");
+        if (!(out.ndim() == 2 && out.shape(0) == p.n_pairs && out.shape(1) == p.nbins))
+            throw std::invalid_argument("out: shape must be (n_pairs, nbins)");
+        if (!py::isinstance<py::array_t<uint64_t>>(out) || !(out.flags() & py::array::c_style) ||
+            !out.writeable())
+            throw std::invalid_argument("out: must be a writeable C-contiguous uint64 array");
+        p.out = static_cast<uint64_t*>(out.mutable_data());
+
+        if (!labels.is_none()) {
+            py::array lab = labels.cast<py::array>();
+            p.labels = checked<int32_t>(lab, "labels", 1);
+            if (static_cast<std::size_t>(lab.shape(0)) != n)
+                throw std::invalid_argument("labels: need one label per atom");
+            labels_keep_ = lab;
+        }
+
+        p.box_kind = box_kind;
+        cpu_images_.clear();
+        if (box_kind == kOrtho || box_kind == kTriclinic) {
+            py::array b = box.cast<py::array>();
+            const double* m = checked<double>(b, "box", 2);
+            if (b.shape(0) != 3 || b.shape(1) != 3) throw std::invalid_argument("box: shape must be (3, 3)");
+            if (box_kind == kOrtho) {
+                for (int c = 0; c < 3; ++c) {
+                    p.ortho[c] = m[4 * c];
+                    if (!(p.ortho[c] > 0.0) || !std::isfinite(p.ortho[c]))
+                        throw std::invalid_argument("box: orthorhombic box lengths must be positive and finite");
+                }
+            } else {
+                const TriclinicSetup s = setup_triclinic(m, p.edges[p.nbins]);
+                for (int r = 0; r < 3; ++r)
+                    for (int c = 0; c < 3; ++c) {
+                        p.basis[3 * r + c] = s.a[r][c];
+                        p.reciprocal[3 * r + c] = s.f[r][c];
+                    }
+                cpu_images_ = s.images;
+                p.images = cpu_images_.data();
+                p.n_images = static_cast<int>(cpu_images_.size() / 3);
+            }
+        } else if (box_kind != kNoBox) {
+            throw std::invalid_argument("box_kind: must be 0 (none), 1 (orthorhombic) or 2 (triclinic)");
+        }
+
+        // Structure-of-arrays copy, checking every coordinate is finite.
+        x_.resize(n);
+        y_.resize(n);
+        z_.resize(n);
+        bool finite = true;
+        for (std::size_t i = 0; i < n; ++i) {
+            x_[i] = xyz[3 * i];
+            y_[i] = xyz[3 * i + 1];
+            z_[i] = xyz[3 * i + 2];
+            finite &= std::isfinite(x_[i]) & std::isfinite(y_[i]) & std::isfinite(z_[i]);
+        }
+        if (!finite)
+            throw std::invalid_argument("coordinates: a frame holds NaN or infinite positions");
+        p.x = x_.data();
+        p.y = y_.data();
+        p.z = z_.data();
+        p.double_precision = double_precision;
+        p.n_threads = n_threads_;
+        p.l2_bytes = l2_;
+        {
+            py::gil_scoped_release release;
+            kernel_(p, ws_);
+        }
+        labels_keep_ = py::none();
+    }
+
+    int n_threads() const { return n_threads_; }
+    const std::string& isa() const { return isa_; }
+
+   private:
+    int n_threads_ = 1;
+    std::string isa_;
+    cpu::KernelFn kernel_ = nullptr;
+    std::size_t l2_ = 1 << 20;
+    Workspace ws_;
+    std::vector<float> x_, y_, z_;
+    std::vector<double> cpu_images_;
+    py::object labels_keep_ = py::none();
+};
+
+void wrap_positions(py::array coords, py::array box, bool triclinic) {
+    if (!py::isinstance<py::array_t<float>>(coords) || coords.ndim() != 2 || coords.shape(1) != 3 ||
+        !(coords.flags() & py::array::c_style) || !coords.writeable())
+        throw std::invalid_argument("coords: must be a writeable C-contiguous (n, 3) float32 array");
+    const float* m = checked<float>(box, "box", 2);
+    float* xyz = static_cast<float*>(coords.mutable_data());
+    const auto n = static_cast<std::size_t>(coords.shape(0));
+    py::gil_scoped_release release;
+    if (triclinic) {
+        cpu::wrap_triclinic(xyz, n, m);
+    } else {
+        const float l[3] = {m[0], m[4], m[8]};
+        cpu::wrap_ortho(xyz, n, l);
+    }
+}
+
+py::dict triclinic_setup(py::array box, double rmax) {
+    const double* m = checked<double>(box, "box", 2);
+    const TriclinicSetup s = setup_triclinic(m, rmax);
+    py::array_t<double> basis({3, 3}), recip({3, 3});
+    for (int r = 0; r < 3; ++r)
+        for (int c = 0; c < 3; ++c) {
+            basis.mutable_at(r, c) = s.a[r][c];
+            recip.mutable_at(r, c) = s.f[r][c];
+        }
+    py::array_t<double> images({static_cast<py::ssize_t>(s.images.size() / 3), py::ssize_t(3)});
+    std::copy(s.images.begin(), s.images.end(), images.mutable_data());
+    py::dict d;
+    d["basis"] = basis;
+    d["reciprocal"] = recip;
+    d["widths"] = py::make_tuple(s.width[0], s.width[1], s.width[2]);
+    d["images"] = images;
+    return d;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_fastrdf_cpu, m) {
+    m.doc() = "CPU pair-distance histogram kernels of mdakit_fastrdf";
+    py::class_<CpuHistogrammer>(m, "CpuHistogrammer")
+        .def(py::init<int, const std::string&>(), py::arg("n_threads") = 0, py::arg("isa") = "")
+        .def("accumulate", &CpuHistogrammer::accumulate, py::arg("coords"), py::arg("offsets"),
+             py::arg("pairs"), py::arg("edges"), py::arg("box_kind"), py::arg("box"),
+             py::arg("labels"), py::arg("out"), py::arg("double_precision"))
+        .def_property_readonly("n_threads", &CpuHistogrammer::n_threads)
+        .def_property_readonly("isa", &CpuHistogrammer::isa);
+    m.def("wrap_positions", &wrap_positions, py::arg("coords"), py::arg("box"), py::arg("triclinic"));
+    m.def("triclinic_setup", &triclinic_setup, py::arg("box"), py::arg("rmax"));
+    m.def("compiled_variants", &cpu::compiled_variants);
+    m.def("usable_variants", &cpu::usable_variants);
+    m.def("default_variant", &cpu::default_variant);
+    m.def("l2_cache_bytes", &cpu::l2_cache_bytes);
+    m.def("max_threads", &max_threads);
+#ifdef _OPENMP
+    m.attr("openmp") = true;
+#else
+    m.attr("openmp") = false;
+#endif
+    m.attr("version") = FASTRDF_VERSION;
+    m.attr("compiler") = FASTRDF_COMPILER;
+}

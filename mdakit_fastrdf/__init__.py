@@ -1,0 +1,17 @@
+"""mdakit_fastrdf: fast radial distribution functions for MDAnalysis.
+
+``from mdakit_fastrdf import InterRDF`` replaces ``from MDAnalysis.analysis.rdf import
+InterRDF``; the analysis runs on compiled multi-species pair-distance histogram kernels.
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+from ._engine import build_info
+from .rdf import InterRDF
+
+try:
+    __version__ = version("mdakit_fastrdf")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree
+    __version__ = "0.0.0"
+
+__all__ = ["InterRDF", "build_info", "__version__"]
