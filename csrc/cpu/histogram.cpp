@@ -37,6 +37,15 @@ namespace {
 constexpr int kDummySlots = 16;
 constexpr uint32_t kNearFlag = 0x80000000u;
 
+// Per-thread slices are padded to whole cache lines (plus one) so threads never share a line.
+inline std::size_t thread_hist_len(const FrameProblem& p) {
+    const std::size_t n = (static_cast<std::size_t>(p.nbins) + kDummySlots) * p.n_pairs;
+    return (n + 15) / 16 * 16 + 16;
+}
+inline std::size_t thread_since_len(const FrameProblem& p) {
+    return (static_cast<std::size_t>(p.n_pairs) + 7) / 8 * 8 + 8;
+}
+
 template <typename T>
 struct Coords {
     const float* x;
@@ -49,9 +58,11 @@ struct Coords {
 template <typename T, class Box, bool Labels, bool Exact>
 inline void row_indices(const float* __restrict xs, const float* __restrict ys,
                         const float* __restrict zs, const int32_t* __restrict ls, int n, float xi,
-                        float yi, float zi, int32_t li, const Box& box, const Binning<T>& bin,
+                        float yi, float zi, int32_t li, const Box& box_in, const Binning<T>& bin_in,
                         uint32_t* __restrict idx) {
-    const T rmin = bin.rmin, rmax = bin.rmax, norm = bin.norm, delta = bin.near_delta;
+    // Local copies: the compiler can keep every parameter in a register and vectorise.
+    const Box box = box_in;
+    const Binning<T> bin = bin_in;
     const int nb = bin.nbins;
 #pragma omp simd
     for (int k = 0; k < n; ++k) {
@@ -59,16 +70,12 @@ inline void row_indices(const float* __restrict xs, const float* __restrict ys,
         const T dy = static_cast<T>(ys[k] - yi);
         const T dz = static_cast<T>(zs[k] - zi);
         const T r = std::sqrt(box.dist2(dx, dy, dz));
-        bool in = (r >= rmin) & (r <= rmax);
+        bool in = bin.in_range(r);
         if (Labels) in = in & (ls[k] != li);
-        const T f = in ? (r - rmin) * norm : T(0);
-        int b = static_cast<int>(f);
-        b = b < nb ? b : nb - 1;
+        const T f = in ? bin.coordinate(r) : T(0);
+        const int b = bin.fast_bin_of(f);
         uint32_t u = static_cast<uint32_t>(b);
-        if (Exact) {
-            const T frac = f - static_cast<T>(b);
-            u |= ((frac < delta) | (frac > T(1) - delta)) ? kNearFlag : 0u;
-        }
+        if (Exact) u |= static_cast<uint32_t>(bin.near_edge(f, b) ? 1u : 0u) << 31;
         idx[k] = in ? u : static_cast<uint32_t>(nb + (k & (kDummySlots - 1)));
     }
 }
@@ -77,7 +84,7 @@ template <typename T, class Box, bool Labels, bool Exact>
 void run_tasks(const FrameProblem& p, Workspace& ws, const Box& box, const Binning<T>& bin,
                std::size_t bs, int n_tasks) {
     const std::size_t stride = static_cast<std::size_t>(p.nbins) + kDummySlots;
-    const std::size_t hist_len = stride * p.n_pairs;
+    const std::size_t hist_len = thread_hist_len(p);
     const int nt = p.n_threads;
     const uint64_t flush_limit = std::numeric_limits<uint32_t>::max();
 
@@ -91,7 +98,7 @@ void run_tasks(const FrameProblem& p, Workspace& ws, const Box& box, const Binni
         const int tid = 0;
 #endif
         uint32_t* hist = ws.thread_hist.data() + tid * hist_len;
-        uint64_t* since = ws.thread_since_flush.data() + tid * p.n_pairs;
+        uint64_t* since = ws.thread_since_flush.data() + tid * thread_since_len(p);
         std::memset(hist, 0, hist_len * sizeof(uint32_t));
         std::fill(since, since + p.n_pairs, uint64_t(0));
         std::vector<uint32_t> idx_buf(bs);
@@ -248,9 +255,8 @@ void histogram_frame(const FrameProblem& p, Workspace& ws) {
         }
     }
     const int n_tasks = static_cast<int>(ws.tasks.size() / 5);
-    const std::size_t hist_len = (static_cast<std::size_t>(p.nbins) + kDummySlots) * p.n_pairs;
-    ws.thread_hist.resize(hist_len * p.n_threads);
-    ws.thread_since_flush.resize(static_cast<std::size_t>(p.n_pairs) * p.n_threads);
+    ws.thread_hist.resize(thread_hist_len(p) * p.n_threads);
+    ws.thread_since_flush.resize(thread_since_len(p) * p.n_threads);
 
     if (p.double_precision)
         run_precision<double>(p, ws, bs, n_tasks);

@@ -105,17 +105,22 @@ struct Binning {
 
     FASTRDF_HD bool in_range(T r) const { return (r >= rmin) & (r <= rmax); }
 
-    // Fast index from (r - rmin) * norm; r must be in range.
-    FASTRDF_HD int fast_bin(T r) const {
-        const int k = static_cast<int>((r - rmin) * norm);
+    // Position of r in bin units, (r - rmin) * norm; r must be in range.
+    FASTRDF_HD T coordinate(T r) const { return (r - rmin) * norm; }
+
+    // Fast index from the bin coordinate f (clamped for r == rmax).
+    FASTRDF_HD int fast_bin_of(T f) const {
+        const int k = static_cast<int>(f);
         return k < nbins ? k : nbins - 1;
     }
+    FASTRDF_HD int fast_bin(T r) const { return fast_bin_of(coordinate(r)); }
 
-    // True when (r - rmin) * norm = f is so close to an integer that rounding could put the
-    // fast index one bin off numpy's.
+    // True when f is so close to an integer that rounding could put the fast index one bin
+    // off numpy's. (Written with a select rather than || so that it vectorises.)
     FASTRDF_HD bool near_edge(T f, int k) const {
         const T frac = f - static_cast<T>(k);
-        return (frac < near_delta) | (frac > T(1) - near_delta);
+        const T gap = frac < T(1) - frac ? frac : T(1) - frac;
+        return gap < near_delta;
     }
 
     // numpy.histogram's correction of the fast index against the edges, in the same order.
