@@ -101,7 +101,7 @@ void run_tasks(const FrameProblem& p, Workspace& ws, const Box& box, const Binni
         uint64_t* since = ws.thread_since_flush.data() + tid * thread_since_len(p);
         std::memset(hist, 0, hist_len * sizeof(uint32_t));
         std::fill(since, since + p.n_pairs, uint64_t(0));
-        std::vector<uint32_t> idx_buf(bs);
+        std::vector<uint32_t> idx_buf(bs + kDummySlots);
         uint32_t* idx = idx_buf.data();
 
         auto flush = [&](int pair) {
@@ -133,6 +133,7 @@ void run_tasks(const FrameProblem& p, Workspace& ws, const Box& box, const Binni
             if (since[pair] + tile_pairs > flush_limit) flush(pair);
             since[pair] += tile_pairs;
             uint32_t* h = hist + pair * stride;
+            const uint32_t nbu = static_cast<uint32_t>(p.nbins);
             for (int64_t i = i0; i < i1; ++i) {
                 const int64_t js = diag ? std::max(j0, i + 1) : j0;
                 const int n = static_cast<int>(j1 - js);
@@ -141,18 +142,30 @@ void run_tasks(const FrameProblem& p, Workspace& ws, const Box& box, const Binni
                                                    Labels ? p.labels + js : nullptr, n, p.x[i],
                                                    p.y[i], p.z[i], Labels ? p.labels[i] : 0, box,
                                                    bin, idx);
-                for (int k = 0; k < n; ++k) {
-                    uint32_t b = idx[k];
-                    if (Exact && (b & kNearFlag)) {
-                        // Rare: recompute this pair's distance (same arithmetic) and settle the
-                        // bin against numpy's edges.
-                        const int64_t j = js + k;
-                        const T r = std::sqrt(box.dist2(static_cast<T>(p.x[j] - p.x[i]),
-                                                        static_cast<T>(p.y[j] - p.y[i]),
-                                                        static_cast<T>(p.z[j] - p.z[i])));
-                        b = static_cast<uint32_t>(bin.exact_bin(r));
+                // Increment in chunks of 16; a chunk whose pairs all fell out of range (the
+                // common case when r_max is well below the box) is skipped after one
+                // vectorised test. Dummy slots take the out-of-range pairs of the others.
+                const int n_pad = (n + kDummySlots - 1) / kDummySlots * kDummySlots;
+                for (int k = n; k < n_pad; ++k) idx[k] = nbu;  // padding goes to a dummy slot
+                for (int k0 = 0; k0 < n_pad; k0 += kDummySlots) {
+                    const uint32_t* chunk = idx + k0;
+                    uint32_t any = 0;
+                    for (int k = 0; k < kDummySlots; ++k)
+                        any |= static_cast<uint32_t>((chunk[k] & ~kNearFlag) < nbu);
+                    if (!any) continue;
+                    for (int k = k0; k < k0 + kDummySlots; ++k) {
+                        uint32_t b = idx[k];
+                        if (Exact && (b & kNearFlag)) {
+                            // Rare: recompute this pair's distance (same arithmetic) and settle
+                            // the bin against numpy's edges.
+                            const int64_t j = js + k;
+                            const T r = std::sqrt(box.dist2(static_cast<T>(p.x[j] - p.x[i]),
+                                                            static_cast<T>(p.y[j] - p.y[i]),
+                                                            static_cast<T>(p.z[j] - p.z[i])));
+                            b = static_cast<uint32_t>(bin.exact_bin(r));
+                        }
+                        ++h[b];
                     }
-                    ++h[b];
                 }
             }
         }
