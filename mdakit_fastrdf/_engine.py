@@ -17,7 +17,7 @@ from MDAnalysis.lib.mdamath import triclinic_vectors
 
 __all__ = ["Engine", "Box", "prepare_box", "build_info", "validate_device", "validate_precision"]
 
-NO_BOX, ORTHO, TRICLINIC = 0, 1, 2
+NO_BOX, ORTHO, TRICLINIC, ORTHO_SCALED = 0, 1, 2, 3
 _DEVICES = ("auto", "cpu", "cuda")
 _PRECISIONS = ("single", "double")
 
@@ -87,8 +87,9 @@ def validate_n_threads(n_threads):
 class Box:
     """A periodic box prepared for the kernels.
 
-    ``kind`` is 0 (none), 1 (orthorhombic) or 2 (triclinic); ``vectors32`` are MDAnalysis's
-    float32 box vectors (rows) and ``vectors`` the same values in float64.
+    ``kind`` is 0 (none), 1 (orthorhombic), 2 (triclinic) or 3 (orthorhombic with the
+    arithmetic of MDAnalysis's brute-force search, see ``geometry.hpp``); ``vectors32`` are
+    MDAnalysis's float32 box vectors (rows) and ``vectors`` the same values in float64.
     """
 
     kind: int

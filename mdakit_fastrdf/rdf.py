@@ -16,7 +16,8 @@ from MDAnalysis.analysis.results import ResultsGroup
 from ._engine import (
     NO_BOX,
     ORTHO,
-    TRICLINIC,
+    ORTHO_SCALED,
+    Box,
     Engine,
     available_cpus,
     prepare_box,
@@ -326,13 +327,15 @@ class InterRDF(AnalysisBase):
             _, codes = np.unique(np.concatenate([la, lb]), return_inverse=True)
         return np.ascontiguousarray(codes.reshape(-1), dtype=np.int32)
 
-    def _mdanalysis_method_wraps(self, box, coords):
-        """Reproduce the coordinate preparation of MDAnalysis's capped_distance.
+    def _mdanalysis_compat(self, box, coords):
+        """Prepare ``coords`` (in place) and the box as MDAnalysis's capped_distance would.
 
         InterRDF's distances come from ``capped_distance``, which picks a grid search or brute
-        force from the sizes (``_determine_method``); the grid search wraps positions into the
-        box in float32 (no box: shifts them by their minimum), brute force does so only for
-        triclinic boxes. Doing the same float32 operations gives the same distances.
+        force from the sizes (``_determine_method``). The grid search wraps positions into the
+        box in float32 (without a box it shifts them by their minimum); brute force wraps them
+        only for triclinic boxes and, for orthorhombic ones, takes the minimum image with a
+        float32 inverse box length. Doing the same operations gives the same distances.
+        Returns the box the kernel must use.
         """
         n1, n2, rmax = self._n1, self._n2, self._rmax
         if n1 < 10 or n2 < 10:
@@ -351,8 +354,11 @@ class InterRDF(AnalysisBase):
             if grid:
                 lmin = coords.min(axis=0)
                 coords -= lmin - 0.1 * rmax
-        elif box.kind == TRICLINIC or grid:
-            wrap_positions(coords, box)
+            return box
+        if box.kind == ORTHO and not grid:
+            return Box(ORTHO_SCALED, box.vectors32)
+        wrap_positions(coords, box)
+        return box
 
     def _single_frame(self):
         ts = self._ts
@@ -369,7 +375,7 @@ class InterRDF(AnalysisBase):
                 f"coordinates of frame {ts.frame} hold NaN or infinite values; "
                 "the RDF of such a frame is undefined"
             )
-        self._mdanalysis_method_wraps(box, self._buf)
+        box = self._mdanalysis_compat(box, self._buf)
         self._engine.accumulate(
             self._buf, self._offsets, self._pairs, self._edges, box, self._labels, self._out
         )

@@ -209,6 +209,13 @@ void run_precision(const FrameProblem& p, Workspace& ws, std::size_t bs, int n_t
             box.inv[c] = static_cast<T>(1.0 / p.ortho[c]);
         }
         run_box(p, ws, box, bin, bs, n_tasks);
+    } else if (p.box_kind == kOrthoScaled) {
+        OrthoBoxScaled<T> box;
+        for (int c = 0; c < 3; ++c) {
+            box.l[c] = static_cast<T>(p.ortho[c]);
+            box.inv[c] = static_cast<T>(p.ortho_inv32[c]);
+        }
+        run_box(p, ws, box, bin, bs, n_tasks);
     } else {
         auto fill = [&](auto& box) {
             for (int r = 0; r < 3; ++r)

@@ -105,13 +105,14 @@ class CpuHistogrammer {
 
         p.box_kind = box_kind;
         cpu_images_.clear();
-        if (box_kind == kOrtho || box_kind == kTriclinic) {
+        if (box_kind == kOrtho || box_kind == kOrthoScaled || box_kind == kTriclinic) {
             py::array b = box.cast<py::array>();
             const double* m = checked<double>(b, "box", 2);
             if (b.shape(0) != 3 || b.shape(1) != 3) throw std::invalid_argument("box: shape must be (3, 3)");
-            if (box_kind == kOrtho) {
+            if (box_kind != kTriclinic) {
                 for (int c = 0; c < 3; ++c) {
                     p.ortho[c] = m[4 * c];
+                    p.ortho_inv32[c] = static_cast<float>(1.0 / p.ortho[c]);
                     if (!(p.ortho[c] > 0.0) || !std::isfinite(p.ortho[c]))
                         throw std::invalid_argument("box: orthorhombic box lengths must be positive and finite");
                 }
@@ -127,7 +128,7 @@ class CpuHistogrammer {
                 p.n_images = static_cast<int>(cpu_images_.size() / 3);
             }
         } else if (box_kind != kNoBox) {
-            throw std::invalid_argument("box_kind: must be 0 (none), 1 (orthorhombic) or 2 (triclinic)");
+            throw std::invalid_argument("box_kind: must be 0 (none), 1 (orthorhombic), 2 (triclinic) or 3 (orthorhombic, MDAnalysis brute-force arithmetic)");
         }
 
         // Structure-of-arrays copy, checking every coordinate is finite.

@@ -26,7 +26,7 @@
 
 namespace fastrdf {
 
-enum BoxKind : int { kNoBox = 0, kOrtho = 1, kTriclinic = 2 };
+enum BoxKind : int { kNoBox = 0, kOrtho = 1, kTriclinic = 2, kOrthoScaled = 3 };
 
 // Round to nearest, ties to even, in the current (default) rounding mode; vectorises on the CPU.
 template <typename T>
@@ -58,6 +58,33 @@ struct OrthoBox {
         dx -= l[0] * nint(dx * inv[0]);
         dy -= l[1] * nint(dy * inv[1]);
         dz -= l[2] * nint(dz * inv[2]);
+        return norm2(dx, dy, dz);
+    }
+};
+
+// Round half away from zero (C's round()), written with selects so that it vectorises.
+template <typename T>
+FASTRDF_HD T round_half_away(T x) {
+    const T t = std::trunc(x);
+    const T d = x - t;  // exact
+    return d >= T(0.5) ? t + T(1) : (d <= T(-0.5) ? t - T(1) : t);
+}
+
+// MDAnalysis's brute-force orthorhombic minimum image, d = L (s - round(s)) with s = inv32 d
+// and inv32 = float(1/L). Because L * inv32 != 1 it scales every component by up to 2^-24;
+// InterRDF's distances carry that scaling whenever MDAnalysis picks its brute-force search
+// (a group of fewer than 10 atoms, or r_max > 0.3 L), so the same formula reproduces them.
+template <typename T>
+struct OrthoBoxScaled {
+    T l[3];
+    T inv[3];  // float(1 / L), widened to T
+    FASTRDF_HD T dist2(T dx, T dy, T dz) const {
+        T s = dx * inv[0];
+        dx = l[0] * (s - round_half_away(s));
+        s = dy * inv[1];
+        dy = l[1] * (s - round_half_away(s));
+        s = dz * inv[2];
+        dz = l[2] * (s - round_half_away(s));
         return norm2(dx, dy, dz);
     }
 };

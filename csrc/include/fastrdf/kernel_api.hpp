@@ -24,6 +24,9 @@ struct FrameProblem {
 
     int box_kind = 0;                 // BoxKind
     double ortho[3] = {0, 0, 0};      // orthorhombic lengths
+    float ortho_inv32[3] = {0, 0, 0}; // float(1 / L), for kOrthoScaled (set by the caller: a
+                                      // float round trip in one expression can be folded away
+                                      // by GCC 12's SLP vectoriser)
     double basis[9] = {0};            // triclinic reduced basis (rows)
     double reciprocal[9] = {0};       // triclinic reciprocal vectors (rows)
     const double* images = nullptr;   // triclinic extra images (3 * n_images)
