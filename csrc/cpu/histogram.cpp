@@ -46,14 +46,6 @@ inline std::size_t thread_since_len(const FrameProblem& p) {
     return (static_cast<std::size_t>(p.n_pairs) + 7) / 8 * 8 + 8;
 }
 
-template <typename T>
-struct Coords {
-    const float* x;
-    const float* y;
-    const float* z;
-    const int32_t* labels;
-};
-
 // SIMD part: bin index (or dummy slot, or near-edge flag) of pairs (i, j0..j0+n).
 template <typename T, class Box, bool Labels, bool Exact>
 inline void row_indices(const float* __restrict xs, const float* __restrict ys,

@@ -44,7 +44,6 @@ struct Workspace {
     std::vector<uint32_t> thread_hist;
     std::vector<uint64_t> thread_since_flush;
     std::vector<int64_t> tasks;  // 5 ints per task: pair, i0, i1, j0, j1
-    std::vector<double> edges_d;
     std::vector<float> edges_f;
     std::vector<float> images_f;
 };
