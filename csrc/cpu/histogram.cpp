@@ -93,8 +93,7 @@ void run_tasks(const FrameProblem& p, Workspace& ws, const Box& box, const Binni
         uint64_t* since = ws.thread_since_flush.data() + tid * thread_since_len(p);
         std::memset(hist, 0, hist_len * sizeof(uint32_t));
         std::fill(since, since + p.n_pairs, uint64_t(0));
-        std::vector<uint32_t> idx_buf(bs + kDummySlots);
-        uint32_t* idx = idx_buf.data();
+        uint32_t* idx = ws.thread_idx.data() + tid * (bs + kDummySlots);
 
         auto flush = [&](int pair) {
             const bool same = p.pairs[2 * pair] == p.pairs[2 * pair + 1];
@@ -268,6 +267,7 @@ void histogram_frame(const FrameProblem& p, Workspace& ws) {
     }
     const int n_tasks = static_cast<int>(ws.tasks.size() / 5);
     ws.thread_hist.resize(thread_hist_len(p) * p.n_threads);
+    ws.thread_idx.resize((bs + kDummySlots) * p.n_threads);
     ws.thread_since_flush.resize(thread_since_len(p) * p.n_threads);
 
     if (p.double_precision)

@@ -100,7 +100,6 @@ class CpuHistogrammer {
             p.labels = checked<int32_t>(lab, "labels", 1);
             if (static_cast<std::size_t>(lab.shape(0)) != n)
                 throw std::invalid_argument("labels: need one label per atom");
-            labels_keep_ = lab;
         }
 
         p.box_kind = box_kind;
@@ -154,7 +153,6 @@ class CpuHistogrammer {
             py::gil_scoped_release release;
             kernel_(p, ws_);
         }
-        labels_keep_ = py::none();
     }
 
     int n_threads() const { return n_threads_; }
@@ -168,7 +166,6 @@ class CpuHistogrammer {
     Workspace ws_;
     std::vector<float> x_, y_, z_;
     std::vector<double> cpu_images_;
-    py::object labels_keep_ = py::none();
 };
 
 void wrap_positions(py::array coords, py::array box, bool triclinic) {

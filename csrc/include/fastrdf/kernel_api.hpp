@@ -42,6 +42,7 @@ struct FrameProblem {
 // Reusable per-engine buffers, so no frame allocates once sizes are stable.
 struct Workspace {
     std::vector<uint32_t> thread_hist;
+    std::vector<uint32_t> thread_idx;  // one index buffer per thread
     std::vector<uint64_t> thread_since_flush;
     std::vector<int64_t> tasks;  // 5 ints per task: pair, i0, i1, j0, j1
     std::vector<float> edges_f;
