@@ -15,11 +15,19 @@ from dataclasses import dataclass
 import numpy as np
 from MDAnalysis.lib.mdamath import triclinic_vectors
 
-__all__ = ["Engine", "Box", "prepare_box", "build_info", "validate_device", "validate_precision"]
+__all__ = [
+    "Engine", "Box", "prepare_box", "build_info", "cuda_devices", "validate_device",
+    "validate_precision",
+]
 
 NO_BOX, ORTHO, TRICLINIC, ORTHO_SCALED = 0, 1, 2, 3
 _DEVICES = ("auto", "cpu", "cuda")
 _PRECISIONS = ("single", "double")
+
+
+# device='auto' takes the GPU from this many atom pairs per frame on (below it the launch and
+# transfer overheads outweigh the kernel; see docs/performance.rst for the measurement).
+AUTO_GPU_MIN_PAIRS = 1_000_000
 
 
 def _cpu_module():
@@ -28,19 +36,31 @@ def _cpu_module():
     return _fastrdf_cpu
 
 
+def _cuda_module():
+    """The compiled CUDA module, or None when this build has no CUDA kernels."""
+    try:
+        from . import _fastrdf_cuda
+    except ImportError:
+        return None
+    return _fastrdf_cuda
+
+
 def build_info() -> dict:
     """Describe what was compiled and what this machine can run.
+
+    Does not initialise CUDA (see :func:`cuda_devices` for the GPUs themselves).
 
     Returns
     -------
     dict
         ``version``, ``compiler``, ``openmp`` (bool), ``max_threads``, ``cpu_isa`` (compiled SIMD
         variants), ``cpu_isa_usable`` (those this CPU runs), ``cpu_isa_selected`` (the one used),
-        ``l2_cache_bytes`` (drives the cache blocking) and ``cuda`` (whether CUDA kernels were
-        built; always ``False`` in this release).
+        ``l2_cache_bytes`` (drives the cache blocking), ``cuda`` (whether CUDA kernels were
+        built) and, when they were, ``cuda_architectures`` (the GPU architectures compiled;
+        ``-real`` machine code, ``-virtual`` PTX for newer GPUs).
     """
     m = _cpu_module()
-    return {
+    info = {
         "version": m.version,
         "compiler": m.compiler,
         "openmp": bool(m.openmp),
@@ -49,22 +69,85 @@ def build_info() -> dict:
         "cpu_isa_usable": list(m.usable_variants()),
         "cpu_isa_selected": m.default_variant(),
         "l2_cache_bytes": int(m.l2_cache_bytes()),
-        "cuda": False,
+        "cuda": _cuda_module() is not None,
     }
+    if info["cuda"]:
+        info["cuda_architectures"] = _cuda_module().architectures.split(",")
+    return info
+
+
+# The process that initialised CUDA. A child forked from it inherits this value and must not
+# touch CUDA (the driver cannot be used across fork): device='auto' then runs on the CPU and
+# device='cuda' raises an error that says so.
+_cuda_pid = None
+
+
+def _cuda_init():
+    """The CUDA module, noting that this process initialises CUDA; raises RuntimeError in a
+    child forked after its parent initialised CUDA."""
+    global _cuda_pid
+    if _cuda_pid is not None and _cuda_pid != os.getpid():
+        raise RuntimeError(
+            "CUDA was initialised in the parent process before it forked this worker, and "
+            "cannot be used here; start GPU workers with the 'spawn' or 'forkserver' method"
+        )
+    _cuda_pid = os.getpid()
+    return _cuda_module()
+
+
+def cuda_devices() -> list:
+    """The CUDA devices this process can use (empty without a CUDA build, driver or GPU).
+
+    Each entry is a dict with ``index``, ``name``, ``compute_capability``, ``total_memory``
+    (bytes), ``multiprocessors``, ``shared_per_block_optin``, ``shared_per_multiprocessor`` and
+    ``l2_bytes``. This initialises CUDA in the calling process: a process that will later
+    fork GPU workers should not call it (use the ``spawn`` or ``forkserver`` start method).
+    """
+    if _cuda_module() is None:
+        return []
+    m = _cuda_init()
+    if m.device_count() == 0:
+        return []
+    return [dict(d) for d in m.devices()]
+
+
+def cuda_unavailable_reason() -> str | None:
+    """Why no CUDA device can be used here, or None when one can (initialises CUDA)."""
+    if _cuda_module() is None:
+        return "this build of mdakit_fastrdf has no CUDA kernels (build_info()['cuda'] is False)"
+    try:
+        m = _cuda_init()
+    except RuntimeError as exc:
+        return str(exc)
+    if m.device_count() == 0:
+        return f"no usable CUDA device ({m.device_error()})"
+    return None
 
 
 def validate_device(device) -> str:
+    """Check ``device`` ('auto', 'cpu', 'cuda' or 'cuda:N') and return it normalised.
+
+    Asking for CUDA from a build without CUDA kernels is a ValueError here; whether a GPU is
+    present is checked when the first frame runs (in the worker process), so that no CUDA
+    state is created in a parent process that forks workers.
+    """
     if not isinstance(device, str):
-        raise TypeError(f"device must be a string ('auto', 'cpu' or 'cuda'), got {device!r}")
-    d = device.lower()
+        raise TypeError(f"device must be a string ('auto', 'cpu', 'cuda' or 'cuda:N'), got {device!r}")
+    d = device.strip().lower()
+    if d in ("auto", "cpu"):
+        return d
     if d == "cuda" or d.startswith("cuda:"):
-        raise ValueError(
-            f"device={device!r}: this build of mdakit_fastrdf has no CUDA kernels "
-            "(build_info()['cuda'] is False); use device='cpu' or device='auto'"
-        )
-    if d not in ("auto", "cpu"):
-        raise ValueError(f"device must be 'auto', 'cpu' or 'cuda[:N]', got {device!r}")
-    return d
+        index = d[5:] if d.startswith("cuda:") else "0"
+        if not index.isdigit():
+            raise ValueError(f"device={device!r}: write 'cuda' or 'cuda:N' with N a GPU index (0, 1, ...)")
+        if _cuda_module() is None:
+            raise ValueError(
+                f"device={device!r}: this build of mdakit_fastrdf has no CUDA kernels "
+                "(build_info()['cuda'] is False; install with nvcc on the PATH, see the "
+                "installation docs); use device='cpu' or device='auto'"
+            )
+        return f"cuda:{int(index)}"
+    raise ValueError(f"device must be 'auto', 'cpu' or 'cuda[:N]', got {device!r}")
 
 
 def validate_precision(precision) -> str:
@@ -128,42 +211,107 @@ def prepare_box(dimensions) -> Box:
     return Box(kind, vectors)
 
 
+def _pairs_per_frame(offsets, pairs) -> int:
+    sizes = np.diff(offsets)
+    total = 0
+    for a, b in pairs:
+        total += int(sizes[a]) * (int(sizes[a]) - 1) // 2 if a == b else int(sizes[a]) * int(sizes[b])
+    return total
+
+
 class Engine:
     """Histograms the species pairs of one frame per call on the chosen device.
 
     Parameters
     ----------
-    device : {'auto', 'cpu'}
-        Where to run. ``'auto'`` picks the CPU in this release.
+    device : {'auto', 'cpu', 'cuda', 'cuda:N'}
+        Where to run. ``'auto'`` uses GPU 0 when this build has CUDA kernels, a GPU is usable
+        in this process and a frame holds at least :data:`AUTO_GPU_MIN_PAIRS` atom pairs;
+        otherwise the CPU. ``'cuda'`` without a usable GPU raises a RuntimeError.
     precision : {'single', 'double'}
         Arithmetic of the distances.
     n_threads : int or None
         CPU threads (``None``: all cores the process may use).
+    kernel : {'auto', 'shared', 'global'}
+        CUDA kernel: shared-memory histograms (in several sweeps when the histogram is wider
+        than shared memory) or 64-bit atomics in device memory; ``'auto'`` chooses from the
+        device's shared memory.
+    max_window_bins : int
+        Caps the bins of one shared-memory sweep (0: as many as fit); for tests.
+
+    Notes
+    -----
+    On a GPU the counts stay on the device until :meth:`synchronize`, which adds them into
+    the last ``out`` array; the CPU adds them at once.
     """
 
-    def __init__(self, device="auto", precision="single", n_threads=None):
+    def __init__(self, device="auto", precision="single", n_threads=None, *, kernel="auto",
+                 max_window_bins=0):
         self.device = validate_device(device)
         self.precision = validate_precision(precision)
         self.n_threads = validate_n_threads(n_threads)
+        if kernel not in ("auto", "shared", "global"):
+            raise ValueError(f"kernel must be 'auto', 'shared' or 'global', got {kernel!r}")
+        self.kernel = kernel
+        self.max_window_bins = int(max_window_bins)
+        self.device_used = None  # 'cpu' or 'cuda:N' once the first frame ran
         self._impl = None
 
     def __getstate__(self):
         state = self.__dict__.copy()
         state["_impl"] = None  # compiled state is per process
+        state["device_used"] = None
         return state
 
-    @property
-    def impl(self):
-        if self._impl is None:
-            self._impl = _cpu_module().CpuHistogrammer(self.n_threads or 0)
-        return self._impl
+    def _resolve(self, offsets, pairs) -> str:
+        if self.device == "cpu":
+            return "cpu"
+        if self.device == "auto":
+            if _cuda_module() is None or _pairs_per_frame(offsets, pairs) < AUTO_GPU_MIN_PAIRS:
+                return "cpu"
+            return "cuda:0" if cuda_unavailable_reason() is None else "cpu"
+        why = cuda_unavailable_reason()
+        if why is not None:
+            raise RuntimeError(
+                f"device={self.device!r} was asked for, but {why}. A process that used CUDA "
+                "before forking cannot use it in the child: run GPU workers with the 'spawn' "
+                "or 'forkserver' start method. Otherwise use device='cpu' or device='auto'."
+            )
+        return self.device
+
+    def _make_impl(self, offsets, pairs):
+        self.device_used = self._resolve(offsets, pairs)
+        if self.device_used == "cpu":
+            return _cpu_module().CpuHistogrammer(self.n_threads or 0)
+        index = int(self.device_used.split(":")[1])
+        m = _cuda_init()
+        n = m.device_count()
+        if index >= n:
+            raise ValueError(f"device={self.device!r}: there is no CUDA device {index} (found {n})")
+        return m.CudaHistogrammer(index, self.kernel, self.max_window_bins)
 
     def accumulate(self, coords, offsets, pairs, edges, box: Box, labels, out):
-        """Add the histograms of all ``pairs`` of this frame to ``out`` (uint64, in place)."""
-        self.impl.accumulate(
+        """Add the histograms of all ``pairs`` of this frame to ``out`` (uint64).
+
+        The CPU adds them at once; a GPU at the next :meth:`synchronize` (or when ``out``
+        changes).
+        """
+        if self._impl is None:
+            self._impl = self._make_impl(offsets, pairs)
+        self._impl.accumulate(
             coords, offsets, pairs, edges, box.kind, box.vectors, labels, out,
             self.precision == "double",
         )
+
+    def synchronize(self):
+        """Wait for the queued frames and add their counts into ``out``."""
+        if self._impl is not None and hasattr(self._impl, "synchronize"):
+            self._impl.synchronize()
+
+    @property
+    def last_launch(self):
+        """How the last frame ran on the GPU (kernel, sweeps, window, copies, tasks), or None."""
+        return getattr(self._impl, "last_launch", None)
 
 
 def wrap_positions(coords: np.ndarray, box: Box) -> None:

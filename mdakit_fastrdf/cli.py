@@ -98,8 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     compute = parser.add_argument_group("computation")
     compute.add_argument(
-        "--device", choices=("auto", "cpu", "cuda"), default="auto",
-        help="device running the kernel (default: %(default)s)",
+        "--device", type=_device, default="auto",
+        help="device running the kernel: auto, cpu, cuda or cuda:N (default: %(default)s)",
     )
     compute.add_argument(
         "--precision", choices=("single", "double"), default="single",
@@ -149,6 +149,29 @@ def _check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
         parser.error(f"--output must end in .csv or .npz, got {str(args.output)!r}")
     if args.n_workers is not None and args.backend == "serial":
         parser.error("--n-workers needs --backend multiprocessing or dask")
+
+
+def _device(text: str) -> str:
+    from mdakit_fastrdf._engine import validate_device
+
+    try:
+        return validate_device(text)
+    except (TypeError, ValueError) as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def cuda_line() -> str:
+    """One line on the GPUs this process sees (initialises CUDA when the build has it)."""
+    from mdakit_fastrdf._engine import cuda_devices, cuda_unavailable_reason
+
+    why = cuda_unavailable_reason()
+    if why is not None:
+        return f"none: {why}"
+    return "; ".join(
+        f"cuda:{d['index']} {d['name']} (sm_{d['compute_capability'][0]}{d['compute_capability'][1]}, "
+        f"{d['total_memory'] / 2**30:.0f} GiB, {d['multiprocessors']} SMs)"
+        for d in cuda_devices()
+    )
 
 
 def format_build_info(info: dict) -> str:
@@ -343,7 +366,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.info:
         from mdakit_fastrdf import build_info
 
-        print(format_build_info(build_info()))
+        info = build_info()
+        info["cuda_devices"] = cuda_line()
+        print(format_build_info(info))
         return 0
     _check_args(parser, args)
     try:

@@ -405,3 +405,38 @@ def small_periodic_universe():
     chains = np.array(["A", "B", "C"])[np.arange(n) % 3]
     return make_universe(coords, dims, atoms_per_residue=4, residues_per_segment=15,
                          chain_ids=chains)
+
+
+# --------------------------------------------------------------------------------------
+# GPUs
+# --------------------------------------------------------------------------------------
+
+
+def _gpu_unavailable_reason():
+    """Why GPU tests must skip, or None. Asked in a child process, so that this (parent)
+    process never initialises CUDA before tests that fork workers."""
+    import subprocess
+
+    try:
+        from mdakit_fastrdf._engine import _cuda_module
+    except ImportError:
+        return "mdakit_fastrdf is not importable"
+    if _cuda_module() is None:
+        return "this build has no CUDA kernels"
+    code = ("from mdakit_fastrdf._engine import cuda_unavailable_reason as r; "
+            "print(r() or 'OK')")
+    import tempfile
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    try:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             timeout=300, cwd=tempfile.gettempdir(), env=env)
+    except subprocess.TimeoutExpired:  # pragma: no cover
+        return "asking for CUDA devices timed out"
+    answer = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else out.stderr.strip()
+    return None if answer == "OK" else answer
+
+
+GPU_UNAVAILABLE = _gpu_unavailable_reason()
+requires_gpu = pytest.mark.skipif(GPU_UNAVAILABLE is not None,
+                                  reason=f"needs a CUDA GPU: {GPU_UNAVAILABLE}")

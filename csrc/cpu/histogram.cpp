@@ -176,73 +176,20 @@ void run_box(const FrameProblem& p, Workspace& ws, const Box& box, const Binning
 
 template <typename T>
 void run_precision(const FrameProblem& p, Workspace& ws, std::size_t bs, int n_tasks) {
-    Binning<T> bin;
-    const double rmin = p.edges[0], rmax = p.edges[p.nbins];
-    bin.rmin = static_cast<T>(rmin);
-    bin.rmax = static_cast<T>(rmax);
-    bin.norm = static_cast<T>(p.nbins / (rmax - rmin));
-    bin.nbins = p.nbins;
-    // |error| of (r - rmin) * norm and of the edges in bin units is a few ulp of nbins.
-    bin.near_delta = static_cast<T>(std::min(0.25, 1e-10 * (p.nbins + 1.0)));
+    const T* edges_t;
+    const T* images_t;
     if (std::is_same<T, double>::value) {
-        bin.edges = reinterpret_cast<const T*>(p.edges);
+        edges_t = reinterpret_cast<const T*>(p.edges);
+        images_t = reinterpret_cast<const T*>(p.images);
     } else {
         ws.edges_f.assign(p.edges, p.edges + p.nbins + 1);
-        bin.edges = reinterpret_cast<const T*>(ws.edges_f.data());
+        ws.images_f.assign(p.images, p.images + 3 * p.n_images);
+        edges_t = reinterpret_cast<const T*>(ws.edges_f.data());
+        images_t = reinterpret_cast<const T*>(ws.images_f.data());
     }
-
-    if (p.box_kind == kNoBox) {
-        run_box(p, ws, NoBox<T>{}, bin, bs, n_tasks);
-    } else if (p.box_kind == kOrtho) {
-        OrthoBox<T> box;
-        for (int c = 0; c < 3; ++c) {
-            box.l[c] = static_cast<T>(p.ortho[c]);
-            box.inv[c] = static_cast<T>(1.0 / p.ortho[c]);
-        }
-        run_box(p, ws, box, bin, bs, n_tasks);
-    } else if (p.box_kind == kOrthoScaled) {
-        OrthoBoxScaled<T> box;
-        for (int c = 0; c < 3; ++c) {
-            box.l[c] = static_cast<T>(p.ortho[c]);
-            box.inv[c] = static_cast<T>(p.ortho_inv32[c]);
-        }
-        run_box(p, ws, box, bin, bs, n_tasks);
-    } else {
-        auto fill = [&](auto& box) {
-            for (int r = 0; r < 3; ++r)
-                for (int c = 0; c < 3; ++c) {
-                    box.a[r][c] = static_cast<T>(p.basis[3 * r + c]);
-                    box.f[r][c] = static_cast<T>(p.reciprocal[3 * r + c]);
-                }
-        };
-        if (p.n_images == 0) {
-            TriclinicBox<T, false> box;
-            fill(box);
-            run_box(p, ws, box, bin, bs, n_tasks);
-        } else {
-            TriclinicBox<T, true> box;
-            fill(box);
-            if (std::is_same<T, double>::value) {
-                box.images = reinterpret_cast<const T*>(p.images);
-            } else {
-                ws.images_f.assign(p.images, p.images + 3 * p.n_images);
-                box.images = reinterpret_cast<const T*>(ws.images_f.data());
-            }
-            box.n_images = p.n_images;
-            run_box(p, ws, box, bin, bs, n_tasks);
-        }
-    }
-
-    // i == j pairs of a species with itself: distance exactly 0, excluded by any label.
-    if (!p.labels && bin.in_range(T(0))) {
-        const int b0 = bin.exact_bin(T(0));
-        for (int pair = 0; pair < p.n_pairs; ++pair) {
-            const int a = p.pairs[2 * pair];
-            if (a == p.pairs[2 * pair + 1])
-                p.out[static_cast<std::size_t>(pair) * p.nbins + b0] +=
-                    static_cast<uint64_t>(p.offsets[a + 1] - p.offsets[a]);
-        }
-    }
+    const Binning<T> bin = make_binning<T>(p, edges_t);
+    with_box<T>(p, images_t, [&](const auto& box) { run_box(p, ws, box, bin, bs, n_tasks); });
+    add_self_pairs(p, bin, p.out);
 }
 
 }  // namespace

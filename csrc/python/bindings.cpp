@@ -17,6 +17,7 @@
 #include "fastrdf/box_setup.hpp"
 #include "fastrdf/cpu.hpp"
 #include "fastrdf/geometry.hpp"
+#include "frame_args.hpp"
 
 namespace py = pybind11;
 using namespace fastrdf;
@@ -36,14 +37,6 @@ int max_threads() {
 #else
     return 1;
 #endif
-}
-
-template <typename T>
-const T* checked(const py::array& a, const char* name, py::ssize_t ndim) {
-    if (a.ndim() != ndim) throw std::invalid_argument(std::string(name) + ": wrong number of dimensions");
-    if (!py::isinstance<py::array_t<T>>(a)) throw py::type_error(std::string(name) + ": wrong dtype");
-    if (!(a.flags() & py::array::c_style)) throw std::invalid_argument(std::string(name) + ": must be C-contiguous");
-    return static_cast<const T*>(a.data());
 }
 
 // The per-worker CPU engine: owns reusable buffers, one call histograms one frame.
@@ -69,66 +62,11 @@ class CpuHistogrammer {
     void accumulate(py::array coords, py::array offsets, py::array pairs, py::array edges,
                     int box_kind, py::object box, py::object labels, py::array out,
                     bool double_precision) {
-        const float* xyz = checked<float>(coords, "coords", 2);
-        if (coords.shape(1) != 3) throw std::invalid_argument("coords: shape must be (n_atoms, 3)");
-        const auto n = static_cast<std::size_t>(coords.shape(0));
-        FrameProblem p;
-        p.offsets = checked<int64_t>(offsets, "offsets", 1);
-        p.n_species = static_cast<int>(offsets.shape(0)) - 1;
-        p.pairs = checked<int32_t>(pairs, "pairs", 2);
-        p.n_pairs = static_cast<int>(pairs.shape(0));
-        p.edges = checked<double>(edges, "edges", 1);
-        p.nbins = static_cast<int>(edges.shape(0)) - 1;
-        if (p.n_species < 1 || p.offsets[0] != 0 || p.offsets[p.n_species] != static_cast<int64_t>(n))
-            throw std::invalid_argument("offsets: must start at 0 and end at n_atoms");
-        for (int s = 0; s < p.n_species; ++s)
-            if (p.offsets[s + 1] < p.offsets[s]) throw std::invalid_argument("offsets: must not decrease");
-        if (pairs.shape(1) != 2) throw std::invalid_argument("pairs: shape must be (n_pairs, 2)");
-        for (int i = 0; i < 2 * p.n_pairs; ++i)
-            if (p.pairs[i] < 0 || p.pairs[i] >= p.n_species)
-                throw std::invalid_argument("pairs: species index out of range");
-        if (p.nbins < 1) throw std::invalid_argument("edges: need at least two edges");
-        if (!(out.ndim() == 2 && out.shape(0) == p.n_pairs && out.shape(1) == p.nbins))
-            throw std::invalid_argument("out: shape must be (n_pairs, nbins)");
-        if (!py::isinstance<py::array_t<uint64_t>>(out) || !(out.flags() & py::array::c_style) ||
-            !out.writeable())
-            throw std::invalid_argument("out: must be a writeable C-contiguous uint64 array");
+        parse_frame(args_, coords, offsets, pairs, edges, box_kind, box, labels, out);
+        FrameProblem& p = args_.p;
         p.out = static_cast<uint64_t*>(out.mutable_data());
-
-        if (!labels.is_none()) {
-            py::array lab = labels.cast<py::array>();
-            p.labels = checked<int32_t>(lab, "labels", 1);
-            if (static_cast<std::size_t>(lab.shape(0)) != n)
-                throw std::invalid_argument("labels: need one label per atom");
-        }
-
-        p.box_kind = box_kind;
-        cpu_images_.clear();
-        if (box_kind == kOrtho || box_kind == kOrthoScaled || box_kind == kTriclinic) {
-            py::array b = box.cast<py::array>();
-            const double* m = checked<double>(b, "box", 2);
-            if (b.shape(0) != 3 || b.shape(1) != 3) throw std::invalid_argument("box: shape must be (3, 3)");
-            if (box_kind != kTriclinic) {
-                for (int c = 0; c < 3; ++c) {
-                    p.ortho[c] = m[4 * c];
-                    p.ortho_inv32[c] = static_cast<float>(1.0 / p.ortho[c]);
-                    if (!(p.ortho[c] > 0.0) || !std::isfinite(p.ortho[c]))
-                        throw std::invalid_argument("box: orthorhombic box lengths must be positive and finite");
-                }
-            } else {
-                const TriclinicSetup s = setup_triclinic(m, p.edges[p.nbins]);
-                for (int r = 0; r < 3; ++r)
-                    for (int c = 0; c < 3; ++c) {
-                        p.basis[3 * r + c] = s.a[r][c];
-                        p.reciprocal[3 * r + c] = s.f[r][c];
-                    }
-                cpu_images_ = s.images;
-                p.images = cpu_images_.data();
-                p.n_images = static_cast<int>(cpu_images_.size() / 3);
-            }
-        } else if (box_kind != kNoBox) {
-            throw std::invalid_argument("box_kind: must be 0 (none), 1 (orthorhombic), 2 (triclinic) or 3 (orthorhombic, MDAnalysis brute-force arithmetic)");
-        }
+        const std::size_t n = args_.n_atoms;
+        const float* xyz = args_.xyz;
 
         // Structure-of-arrays copy, checking every coordinate is finite.
         x_.resize(n);
@@ -141,8 +79,7 @@ class CpuHistogrammer {
             z_[i] = xyz[3 * i + 2];
             finite &= std::isfinite(x_[i]) & std::isfinite(y_[i]) & std::isfinite(z_[i]);
         }
-        if (!finite)
-            throw std::invalid_argument("coordinates: a frame holds NaN or infinite positions");
+        if (!finite) throw_not_finite();
         p.x = x_.data();
         p.y = y_.data();
         p.z = z_.data();
@@ -165,7 +102,7 @@ class CpuHistogrammer {
     std::size_t l2_ = 1 << 20;
     Workspace ws_;
     std::vector<float> x_, y_, z_;
-    std::vector<double> cpu_images_;
+    FrameArgs args_;
 };
 
 void wrap_positions(py::array coords, py::array box, bool triclinic) {

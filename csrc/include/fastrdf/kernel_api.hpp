@@ -3,7 +3,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <vector>
+
+#include "fastrdf/geometry.hpp"
 
 namespace fastrdf {
 
@@ -48,6 +51,80 @@ struct Workspace {
     std::vector<float> edges_f;
     std::vector<float> images_f;
 };
+
+
+// ---- What every engine builds the same way from a FrameProblem (the maths lives once) ----
+
+// Binning of precision T from numpy's edges; edges_t: the same edges in T (device or host).
+template <typename T>
+Binning<T> make_binning(const FrameProblem& p, const T* edges_t) {
+    Binning<T> bin;
+    const double rmin = p.edges[0], rmax = p.edges[p.nbins];
+    bin.rmin = static_cast<T>(rmin);
+    bin.rmax = static_cast<T>(rmax);
+    bin.norm = static_cast<T>(p.nbins / (rmax - rmin));
+    bin.nbins = p.nbins;
+    // |error| of (r - rmin) * norm and of the edges in bin units is a few ulp of nbins.
+    bin.near_delta = static_cast<T>(std::min(0.25, 1e-10 * (p.nbins + 1.0)));
+    bin.edges = edges_t;
+    return bin;
+}
+
+// Calls f(box) with the box object of the frame's kind, in precision T; images_t: the
+// triclinic extra images in T (3 * p.n_images values, device or host).
+template <typename T, class F>
+void with_box(const FrameProblem& p, const T* images_t, F&& f) {
+    if (p.box_kind == kNoBox) {
+        f(NoBox<T>{});
+    } else if (p.box_kind == kOrtho) {
+        OrthoBox<T> box;
+        for (int c = 0; c < 3; ++c) {
+            box.l[c] = static_cast<T>(p.ortho[c]);
+            box.inv[c] = static_cast<T>(1.0 / p.ortho[c]);
+        }
+        f(box);
+    } else if (p.box_kind == kOrthoScaled) {
+        OrthoBoxScaled<T> box;
+        for (int c = 0; c < 3; ++c) {
+            box.l[c] = static_cast<T>(p.ortho[c]);
+            box.inv[c] = static_cast<T>(p.ortho_inv32[c]);
+        }
+        f(box);
+    } else {
+        auto fill = [&](auto& box) {
+            for (int r = 0; r < 3; ++r)
+                for (int c = 0; c < 3; ++c) {
+                    box.a[r][c] = static_cast<T>(p.basis[3 * r + c]);
+                    box.f[r][c] = static_cast<T>(p.reciprocal[3 * r + c]);
+                }
+        };
+        if (p.n_images == 0) {
+            TriclinicBox<T, false> box;
+            fill(box);
+            f(box);
+        } else {
+            TriclinicBox<T, true> box;
+            fill(box);
+            box.images = images_t;
+            box.n_images = p.n_images;
+            f(box);
+        }
+    }
+}
+
+// The i == j pairs of a species with itself: distance exactly 0, excluded by any label.
+// Added straight into out (host memory).
+template <typename T>
+void add_self_pairs(const FrameProblem& p, const Binning<T>& bin, uint64_t* out) {
+    if (p.labels || !bin.in_range(T(0))) return;
+    const int b0 = bin.exact_bin(T(0));
+    for (int pair = 0; pair < p.n_pairs; ++pair) {
+        const int a = p.pairs[2 * pair];
+        if (a == p.pairs[2 * pair + 1])
+            out[static_cast<std::size_t>(pair) * p.nbins + b0] +=
+                static_cast<uint64_t>(p.offsets[a + 1] - p.offsets[a]);
+    }
+}
 
 namespace cpu {
 #define FASTRDF_DECLARE_ISA(isa) \

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# One call on an offline GPU machine: install the carried wheels, build for the local GPU,
+# then run the stages named on the command line (default: all) and leave logs in $OUT.
+#
+#   stages: info tests sanitize bench bench-big
+#
+# Prepare on a machine with network first (carry .whl and .gpudata with the call):
+#   bash ../shared/gpu/bundle.sh --dask TPR XTC GRO      # MDAnalysis, dask, the adk data
+#   (plus joblib fasteners threadpoolctl tqdm cloudpickle toolz click msgpack wheels)
+set -uo pipefail
+OUT=${OUT:-/tmp/fastrdf-out}
+mkdir -p "$OUT"
+stages=${*:-info tests sanitize bench}
+export PYTHONUNBUFFERED=1
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site:$PWD/.gpudata
+arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
+echo "== build for sm_${arch}"
+t0=$(date +%s)
+python3 -m pip install -q --no-build-isolation --no-deps \
+  -C cmake.define.CMAKE_CUDA_ARCHITECTURES="${arch}-real" -C cmake.define.FASTRDF_CUDA=ON . \
+  > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+echo "   built in $(( $(date +%s) - t0 )) s"
+cd /tmp  # import the installed package, not the source tree
+src=$OLDPWD
+rc=0
+for s in $stages; do
+  echo "== $s"
+  case $s in
+    info)
+      nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
+      python3 -m mdakit_fastrdf --info ;;
+    tests)
+      python3 -m pytest -q -p no:cacheprovider -rs "$src/tests" 2>&1 | tee "$OUT/pytest.log" | tail -25
+      [ "${PIPESTATUS[0]}" = 0 ] || rc=1 ;;
+    sanitize)
+      for tool in memcheck racecheck; do
+        compute-sanitizer --tool $tool --error-exitcode 9 python3 "$src/tests/sanitize_cuda.py" \
+          > "$OUT/sanitize-$tool.log" 2>&1
+        r=$?; echo "   $tool: exit $r"; tail -3 "$OUT/sanitize-$tool.log"; [ $r = 0 ] || rc=1
+      done ;;
+    bench)
+      python3 "$src/benchmarks/bench_gpu.py" --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.md" ;;
+    bench-big)
+      python3 "$src/benchmarks/bench_gpu.py" kernel --big --json "$OUT/bench-big.json" 2>&1 | tee "$OUT/bench-big.md" ;;
+    *) echo "unknown stage $s"; rc=1 ;;
+  esac
+done
+exit $rc

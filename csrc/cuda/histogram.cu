@@ -1,0 +1,542 @@
+// CUDA pair-distance histogram kernels for one frame and all species pairs, and the
+// per-device engine that feeds them.
+//
+// Design after CADISHI (../shared/papers/000_250f7fd1161c6543.txt, Sec. 3.2) and VMD's GPU
+// RDF (002_a98ab72dc38a4aae.txt, Sec. 2.4):
+//   * one host-to-device copy per frame carries the coordinates of every species (float4:
+//     x, y, z and the exclusion label's bits); one launch covers every species pair;
+//   * the pairs of every species pair are cut into tasks (an i tile of kThreads * kRows atoms
+//     held in registers, a j range streamed through shared memory); one block per task;
+//   * shared kernel: each block histograms into uint32 sub-histograms in shared memory (one
+//     per group of warps, to spread the atomics) and adds them into the uint64 totals on the
+//     device at its end. A task holds fewer than 2^32 pairs, so no bin can wrap. Histograms
+//     wider than shared memory are done in several sweeps, each over one window of bins;
+//   * global kernel: 64-bit atomics straight into the device totals, for very wide histograms;
+//   * a species with itself is done once (j > i) and counted twice, plus the i == j pairs at
+//     distance 0, as on the CPU;
+//   * the distance and bin maths is geometry.hpp's, shared with the CPU kernel; built with
+//     --fmad=false and IEEE sqrt, so that both give the same histogram bit for bit.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "fastrdf/cuda.hpp"
+#include "fastrdf/geometry.hpp"
+#include "fastrdf/kernel_api.hpp"
+
+namespace fastrdf {
+namespace gpu {
+
+namespace {
+
+constexpr int kThreads = 256;           // threads per block
+constexpr int kRows = 2;                // i atoms per thread (register blocking)
+constexpr int kTileI = kThreads * kRows;
+constexpr int kMaxCopies = kThreads / 32;
+constexpr int kCopyBudgetWords = 12288; // sub-histograms up to 48 KB per block
+constexpr int kMaxSharedSweeps = 1;     // auto: more sweeps than this -> global kernel
+
+std::string error_text(cudaError_t e) {
+    return std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")";
+}
+
+void check(cudaError_t e, const char* what) {
+    if (e == cudaSuccess) return;
+    (void)cudaGetLastError();  // clear a non-sticky error so the engine stays usable
+    const std::string msg = std::string("CUDA error in ") + what + ": " + error_text(e);
+    if (e == cudaErrorMemoryAllocation) throw OutOfMemory(msg);
+    throw CudaError(msg);
+}
+
+// Device allocation that grows and never shrinks; a failed allocation says how much was
+// asked for and how much the device has.
+template <typename T>
+struct DeviceArray {
+    T* ptr = nullptr;
+    std::size_t n = 0;
+    DeviceArray() = default;
+    DeviceArray(const DeviceArray&) = delete;
+    DeviceArray& operator=(const DeviceArray&) = delete;
+    ~DeviceArray() {
+        if (ptr) cudaFree(ptr);
+    }
+    // Returns true when (re)allocated (the contents are then undefined).
+    bool reserve(std::size_t m, const char* what) {
+        if (m <= n && ptr) return false;
+        if (ptr) cudaFree(ptr);
+        ptr = nullptr;
+        n = 0;
+        const std::size_t bytes = std::max<std::size_t>(m, 1) * sizeof(T);
+        const cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&ptr), bytes);
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            std::size_t free_b = 0, total_b = 0;
+            cudaMemGetInfo(&free_b, &total_b);
+            ptr = nullptr;
+            const std::string msg =
+                std::string("CUDA device out of memory: could not allocate ") +
+                std::to_string(bytes >> 20) + " MiB for " + what + " (" +
+                std::to_string(free_b >> 20) + " MiB free of " + std::to_string(total_b >> 20) +
+                " MiB): " + error_text(e) +
+                ". Use fewer bins or species pairs, or device='cpu'.";
+            if (e == cudaErrorMemoryAllocation) throw OutOfMemory(msg);
+            throw CudaError(msg);
+        }
+        n = std::max<std::size_t>(m, 1);
+        return true;
+    }
+};
+
+template <typename T>
+struct PinnedArray {
+    T* ptr = nullptr;
+    std::size_t n = 0;
+    PinnedArray() = default;
+    PinnedArray(const PinnedArray&) = delete;
+    PinnedArray& operator=(const PinnedArray&) = delete;
+    ~PinnedArray() {
+        if (ptr) cudaFreeHost(ptr);
+    }
+    void reserve(std::size_t m, const char* what) {
+        if (m <= n && ptr) return;
+        if (ptr) cudaFreeHost(ptr);
+        ptr = nullptr;
+        n = 0;
+        const cudaError_t e = cudaMallocHost(reinterpret_cast<void**>(&ptr),
+                                             std::max<std::size_t>(m, 1) * sizeof(T));
+        if (e != cudaSuccess) {
+            ptr = nullptr;
+            check(e, what);
+        }
+        n = std::max<std::size_t>(m, 1);
+    }
+};
+
+// One block's work: pairs (i, j) with i in [i0, i1) and j in [j0, j1) of one species pair.
+struct Task {
+    int pair, i0, i1, j0, j1, flags;
+};
+constexpr int kTriangle = 1;  // same species, ranges overlap: skip j <= i
+constexpr int kTwice = 2;     // same species: each unordered pair counts twice
+
+struct KernelArgs {
+    const float4* atoms;
+    const Task* tasks;
+    unsigned long long* out;  // n_pairs * nbins
+    int nbins;
+    int window;  // bins per sweep (shared kernel)
+    int copies;  // sub-histograms per block (shared kernel)
+};
+
+// The bin of pair (a, b), or -1 when it is out of range: the CPU kernel's arithmetic.
+template <typename T, class Box, bool Exact>
+__device__ __forceinline__ int pair_bin(const float4& a, const float4& b, const Box& box,
+                                        const Binning<T>& bin) {
+    const T dx = static_cast<T>(b.x - a.x);
+    const T dy = static_cast<T>(b.y - a.y);
+    const T dz = static_cast<T>(b.z - a.z);
+    const T r = sqrt(box.dist2(dx, dy, dz));
+    if (!bin.in_range(r)) return -1;
+    const T f = bin.coordinate(r);
+    int k = bin.fast_bin_of(f);
+    if (Exact && bin.near_edge(f, k)) k = bin.exact_bin(r);
+    return k;
+}
+
+template <typename T, class Box, bool Labels, bool Global>
+__global__ void __launch_bounds__(kThreads)
+    histogram_kernel(const KernelArgs a, const Box box, const Binning<T> bin) {
+    constexpr bool kExact = std::is_same<T, double>::value;
+    extern __shared__ __align__(16) unsigned char smem[];
+    float4* jt = reinterpret_cast<float4*>(smem);
+    uint32_t* hist = reinterpret_cast<uint32_t*>(jt + kThreads);
+
+    const Task t = a.tasks[blockIdx.x];
+    const int lo = blockIdx.y * a.window;
+    const int w = min(a.nbins - lo, a.window);
+    const unsigned mult = (t.flags & kTwice) ? 2u : 1u;
+    unsigned long long* out = a.out + static_cast<std::size_t>(t.pair) * a.nbins;
+    uint32_t* mine = hist + ((threadIdx.x >> 5) % a.copies) * a.window;
+    if (!Global)
+        for (int k = threadIdx.x; k < a.copies * a.window; k += kThreads) hist[k] = 0u;
+
+    float4 ai[kRows];
+    int ii[kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+        ii[r] = t.i0 + threadIdx.x + r * kThreads;
+        ai[r] = ii[r] < t.i1 ? a.atoms[ii[r]] : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+    const bool tri = t.flags & kTriangle;
+
+    for (int jb = t.j0; jb < t.j1; jb += kThreads) {
+        __syncthreads();
+        const int j = jb + threadIdx.x;
+        if (j < t.j1) jt[threadIdx.x] = a.atoms[j];
+        __syncthreads();
+        const int nj = min(kThreads, t.j1 - jb);
+        for (int k = 0; k < nj; ++k) {
+            const float4 aj = jt[k];
+            const int jidx = jb + k;
+#pragma unroll
+            for (int r = 0; r < kRows; ++r) {
+                bool ok = ii[r] < t.i1 && (!tri || jidx > ii[r]);
+                if (Labels) ok = ok && (__float_as_int(aj.w) != __float_as_int(ai[r].w));
+                if (!ok) continue;
+                const int b = pair_bin<T, Box, kExact>(ai[r], aj, box, bin);
+                if (Global) {
+                    if (b >= 0) atomicAdd(out + b, static_cast<unsigned long long>(mult));
+                } else {
+                    const unsigned rel = static_cast<unsigned>(b - lo);
+                    if (b >= 0 && rel < static_cast<unsigned>(w)) atomicAdd(mine + rel, 1u);
+                }
+            }
+        }
+    }
+    if (!Global) {
+        __syncthreads();
+        for (int k = threadIdx.x; k < w; k += kThreads) {
+            unsigned long long s = 0;
+            for (int c = 0; c < a.copies; ++c) s += hist[c * a.window + k];
+            if (s) atomicAdd(out + lo + k, s * mult);
+        }
+    }
+}
+
+bool same_vector(const std::vector<int64_t>& v, const int64_t* p, std::size_t n) {
+    return v.size() == n && std::equal(v.begin(), v.end(), p);
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------
+
+int device_count(std::string* why) {
+    int n = 0;
+    const cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        if (why) *why = error_text(e);
+        return 0;
+    }
+    if (n == 0 && why) *why = "no CUDA device found";
+    return n;
+}
+
+DeviceInfo device_info(int device) {
+    cudaDeviceProp prop;
+    check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+    DeviceInfo d;
+    d.index = device;
+    d.name = prop.name;
+    d.cc_major = prop.major;
+    d.cc_minor = prop.minor;
+    d.total_memory = prop.totalGlobalMem;
+    d.multiprocessors = prop.multiProcessorCount;
+    d.shared_per_block_optin = prop.sharedMemPerBlockOptin;
+    d.shared_per_multiprocessor = prop.sharedMemPerMultiprocessor;
+    d.l2_bytes = prop.l2CacheSize;
+    return d;
+}
+
+int runtime_version() {
+    int v = 0;
+    cudaRuntimeGetVersion(&v);
+    return v;
+}
+
+int driver_version() {
+    int v = 0;
+    cudaDriverGetVersion(&v);
+    return v;
+}
+
+struct Histogrammer::Impl {
+    int device = 0;
+    KernelChoice choice = KernelChoice::kAuto;
+    int max_window_bins = 0;
+    DeviceInfo info;
+    cudaStream_t compute = nullptr, copy = nullptr;
+    cudaEvent_t copy_done[2] = {nullptr, nullptr}, kernel_done[2] = {nullptr, nullptr};
+    int slot = 0;
+
+    // frame slots: float4 atoms followed by the triclinic images (precision T)
+    PinnedArray<unsigned char> host_slot[2];
+    DeviceArray<unsigned char> dev_slot[2];
+    DeviceArray<unsigned long long> dev_out;
+    PinnedArray<unsigned long long> host_out;
+    DeviceArray<double> dev_edges_d;
+    DeviceArray<float> dev_edges_f;
+    std::vector<double> edges;  // what dev_edges_* hold
+    DeviceArray<Task> dev_tasks;
+    std::vector<int64_t> task_offsets, task_pairs;  // what dev_tasks was built for
+    int task_nbins = -1;
+    long long n_tasks = 0;
+    int out_pairs = 0, out_nbins = 0;
+    bool pending = false;
+    LaunchInfo launch;
+
+    Impl(int dev, KernelChoice k, int mw) : device(dev), choice(k), max_window_bins(mw) {
+        std::string why;
+        const int n = device_count(&why);
+        if (n == 0) throw CudaError("no usable CUDA device: " + why);
+        if (dev < 0 || dev >= n)
+            throw std::invalid_argument("device: CUDA device " + std::to_string(dev) +
+                                        " does not exist (this machine has " + std::to_string(n) + ")");
+        check(cudaSetDevice(device), "cudaSetDevice");
+        info = device_info(device);
+        check(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking), "cudaStreamCreate");
+        check(cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking), "cudaStreamCreate");
+        for (int s = 0; s < 2; ++s) {
+            check(cudaEventCreateWithFlags(&copy_done[s], cudaEventDisableTiming), "cudaEventCreate");
+            check(cudaEventCreateWithFlags(&kernel_done[s], cudaEventDisableTiming), "cudaEventCreate");
+        }
+    }
+
+    ~Impl() {
+        cudaSetDevice(device);
+        if (compute) cudaStreamSynchronize(compute);
+        if (copy) cudaStreamSynchronize(copy);
+        for (int s = 0; s < 2; ++s) {
+            if (copy_done[s]) cudaEventDestroy(copy_done[s]);
+            if (kernel_done[s]) cudaEventDestroy(kernel_done[s]);
+        }
+        if (compute) cudaStreamDestroy(compute);
+        if (copy) cudaStreamDestroy(copy);
+    }
+
+    // Largest window of bins one block can hold in shared memory.
+    int window_cap() const {
+        long long cap = (static_cast<long long>(info.shared_per_block_optin) - kThreads * 16) / 4;
+        if (max_window_bins > 0) cap = std::min<long long>(cap, max_window_bins);
+        return static_cast<int>(std::max<long long>(cap, 1));
+    }
+
+    void plan(const FrameProblem& p) {
+        const bool same_tasks = task_nbins == p.nbins &&
+                                same_vector(task_offsets, p.offsets, p.n_species + 1) &&
+                                task_pairs.size() == static_cast<std::size_t>(2 * p.n_pairs) &&
+                                std::equal(task_pairs.begin(), task_pairs.end(), p.pairs);
+        if (same_tasks) return;
+
+        // launch shape
+        const int cap = window_cap();
+        int sweeps = (p.nbins + cap - 1) / cap;
+        bool global = choice == KernelChoice::kGlobal ||
+                      (choice == KernelChoice::kAuto && sweeps > kMaxSharedSweeps);
+        launch = LaunchInfo{};
+        launch.threads = kThreads;
+        if (global) {
+            launch.kernel = "global";
+            launch.sweeps = 1;
+            launch.window = p.nbins;
+            launch.copies = 0;
+        } else {
+            launch.kernel = "shared";
+            launch.sweeps = sweeps;
+            launch.window = (p.nbins + sweeps - 1) / sweeps;
+            launch.copies = std::clamp(kCopyBudgetWords / launch.window, 1, kMaxCopies);
+            while (launch.copies > 1 &&
+                   static_cast<std::size_t>(launch.copies) * launch.window * 4 + kThreads * 16 >
+                       info.shared_per_block_optin)
+                --launch.copies;
+        }
+
+        // tasks: i tiles of kTileI atoms, j ranges long enough to amortise a block's set-up
+        // and short enough to give every multiprocessor many blocks
+        double total = 0;
+        for (int q = 0; q < p.n_pairs; ++q) {
+            const int a = p.pairs[2 * q], b = p.pairs[2 * q + 1];
+            const double na = double(p.offsets[a + 1] - p.offsets[a]);
+            const double nb = double(p.offsets[b + 1] - p.offsets[b]);
+            total += a == b ? na * (na - 1) / 2 : na * nb;
+        }
+        const double target_blocks = 16.0 * info.multiprocessors;
+        const long long max_tj = (1LL << 31) / kTileI;  // < 2^32 pairs per task: no uint32 wrap
+        long long tj = static_cast<long long>(total / (kTileI * target_blocks));
+        tj = std::clamp<long long>((tj + kThreads - 1) / kThreads * kThreads, 2 * kThreads,
+                                   max_tj / kThreads * kThreads);
+        std::vector<Task> tasks;
+        for (int q = 0; q < p.n_pairs; ++q) {
+            const int a = p.pairs[2 * q], b = p.pairs[2 * q + 1];
+            const int64_t a0 = p.offsets[a], a1 = p.offsets[a + 1];
+            const int64_t b0 = p.offsets[b], b1 = p.offsets[b + 1];
+            for (int64_t i0 = a0; i0 < a1; i0 += kTileI) {
+                const int64_t i1 = std::min<int64_t>(i0 + kTileI, a1);
+                const int64_t js = a == b ? i0 : b0;
+                for (int64_t j0 = js; j0 < b1; j0 += tj) {
+                    const int64_t j1 = std::min<int64_t>(j0 + tj, b1);
+                    int flags = 0;
+                    if (a == b) flags = kTwice | (j0 < i1 ? kTriangle : 0);
+                    if (a == b && j1 <= i0 + 1) continue;  // no j > i in range
+                    tasks.push_back(Task{q, int(i0), int(i1), int(j0), int(j1), flags});
+                }
+            }
+        }
+        n_tasks = static_cast<long long>(tasks.size());
+        launch.tasks = n_tasks;
+        if (n_tasks > 0x7fffffffLL) throw std::invalid_argument("problem too large for one launch");
+        check(cudaStreamSynchronize(compute), "cudaStreamSynchronize");
+        dev_tasks.reserve(tasks.size(), "the task list");
+        if (!tasks.empty())
+            check(cudaMemcpy(dev_tasks.ptr, tasks.data(), tasks.size() * sizeof(Task),
+                             cudaMemcpyHostToDevice),
+                  "cudaMemcpy(tasks)");
+        task_offsets.assign(p.offsets, p.offsets + p.n_species + 1);
+        task_pairs.assign(p.pairs, p.pairs + 2 * p.n_pairs);
+        task_nbins = p.nbins;
+    }
+
+    void upload_edges(const FrameProblem& p) {
+        if (edges.size() == static_cast<std::size_t>(p.nbins + 1) &&
+            std::equal(edges.begin(), edges.end(), p.edges))
+            return;
+        check(cudaStreamSynchronize(compute), "cudaStreamSynchronize");
+        edges.assign(p.edges, p.edges + p.nbins + 1);
+        std::vector<float> ef(edges.begin(), edges.end());
+        dev_edges_d.reserve(edges.size(), "the bin edges");
+        dev_edges_f.reserve(edges.size(), "the bin edges");
+        check(cudaMemcpy(dev_edges_d.ptr, edges.data(), edges.size() * sizeof(double),
+                         cudaMemcpyHostToDevice),
+              "cudaMemcpy(edges)");
+        check(cudaMemcpy(dev_edges_f.ptr, ef.data(), ef.size() * sizeof(float), cudaMemcpyHostToDevice),
+              "cudaMemcpy(edges)");
+    }
+
+    template <typename T, class Box>
+    void launch_box(const KernelArgs& a, const Box& box, const Binning<T>& bin, bool labels) {
+        const bool global = launch.kernel == "global";
+        const std::size_t smem = kThreads * sizeof(float4) +
+                                 (global ? 0 : std::size_t(launch.copies) * launch.window * 4);
+        const dim3 grid(static_cast<unsigned>(n_tasks), static_cast<unsigned>(launch.sweeps));
+        auto go = [&](auto kernel) {
+            if (smem > 48 * 1024)
+                check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(smem)),
+                      "cudaFuncSetAttribute");
+            kernel<<<grid, kThreads, smem, compute>>>(a, box, bin);
+            check(cudaGetLastError(), "the histogram kernel launch");
+        };
+        if (global) {
+            if (labels) go(histogram_kernel<T, Box, true, true>);
+            else go(histogram_kernel<T, Box, false, true>);
+        } else {
+            if (labels) go(histogram_kernel<T, Box, true, false>);
+            else go(histogram_kernel<T, Box, false, false>);
+        }
+    }
+
+    template <typename T>
+    void run(const FrameProblem& p, const float* xyz, std::size_t n, uint64_t* host_out) {
+        check(cudaSetDevice(device), "cudaSetDevice");
+        if (n >= static_cast<std::size_t>(0x7fffffff))
+            throw std::invalid_argument("coords: more than 2^31 - 1 atoms");
+        if (pending && (out_pairs != p.n_pairs || out_nbins != p.nbins))
+            throw std::logic_error("synchronize() the counts of the previous problem first");
+        const std::size_t out_len = static_cast<std::size_t>(p.n_pairs) * p.nbins;
+        if (!pending) {
+            if (dev_out.reserve(out_len, "the histograms") || out_pairs != p.n_pairs ||
+                out_nbins != p.nbins) {
+                check(cudaStreamSynchronize(compute), "cudaStreamSynchronize");
+                check(cudaMemset(dev_out.ptr, 0, out_len * sizeof(unsigned long long)), "cudaMemset");
+            }
+            out_pairs = p.n_pairs;
+            out_nbins = p.nbins;
+        }
+        upload_edges(p);
+        plan(p);
+
+        // pack this frame into a pinned slot (waits for the copy that last used it)
+        const int s = slot;
+        slot ^= 1;
+        const std::size_t atom_bytes = n * sizeof(float4);
+        const std::size_t image_bytes = static_cast<std::size_t>(p.n_images) * 3 * sizeof(T);
+        const std::size_t bytes = atom_bytes + image_bytes;
+        check(cudaEventSynchronize(copy_done[s]), "cudaEventSynchronize");
+        host_slot[s].reserve(bytes, "cudaMallocHost(frame buffer)");
+        if (bytes > dev_slot[s].n) {
+            check(cudaStreamSynchronize(compute), "cudaStreamSynchronize");
+            dev_slot[s].reserve(bytes, "the frame's coordinates");
+        }
+        float4* packed = reinterpret_cast<float4*>(host_slot[s].ptr);
+        bool finite = true;
+        for (std::size_t i = 0; i < n; ++i) {
+            const float x = xyz[3 * i], y = xyz[3 * i + 1], z = xyz[3 * i + 2];
+            finite &= std::isfinite(x) & std::isfinite(y) & std::isfinite(z);
+            int32_t lab = p.labels ? p.labels[i] : 0;
+            float w;
+            std::memcpy(&w, &lab, sizeof(float));
+            packed[i] = make_float4(x, y, z, w);
+        }
+        if (!finite) throw std::invalid_argument("coordinates: a frame holds NaN or infinite positions");
+        T* images = reinterpret_cast<T*>(host_slot[s].ptr + atom_bytes);
+        for (int k = 0; k < 3 * p.n_images; ++k) images[k] = static_cast<T>(p.images[k]);
+
+        check(cudaStreamWaitEvent(copy, kernel_done[s], 0), "cudaStreamWaitEvent");
+        check(cudaMemcpyAsync(dev_slot[s].ptr, host_slot[s].ptr, bytes, cudaMemcpyHostToDevice, copy),
+              "cudaMemcpyAsync(coordinates)");
+        check(cudaEventRecord(copy_done[s], copy), "cudaEventRecord");
+        check(cudaStreamWaitEvent(compute, copy_done[s], 0), "cudaStreamWaitEvent");
+
+        KernelArgs a;
+        a.atoms = reinterpret_cast<const float4*>(dev_slot[s].ptr);
+        a.tasks = dev_tasks.ptr;
+        a.out = dev_out.ptr;
+        a.nbins = p.nbins;
+        a.window = launch.window;
+        a.copies = std::max(launch.copies, 1);
+        const T* dev_edges = std::is_same<T, double>::value
+                                 ? reinterpret_cast<const T*>(dev_edges_d.ptr)
+                                 : reinterpret_cast<const T*>(dev_edges_f.ptr);
+        const T* dev_images = reinterpret_cast<const T*>(dev_slot[s].ptr + atom_bytes);
+        const Binning<T> bin = make_binning<T>(p, dev_edges);
+        if (n_tasks > 0)
+            with_box<T>(p, dev_images, [&](const auto& box) { launch_box<T>(a, box, bin, p.labels != nullptr); });
+        check(cudaEventRecord(kernel_done[s], compute), "cudaEventRecord");
+        pending = true;
+
+        // self pairs, on the host (host edges: the same values as the device's)
+        std::vector<T> edges_t(edges.begin(), edges.end());
+        add_self_pairs(p, make_binning<T>(p, edges_t.data()), host_out);
+    }
+
+    void synchronize(uint64_t* out) {
+        if (!pending) return;
+        check(cudaSetDevice(device), "cudaSetDevice");
+        const std::size_t len = static_cast<std::size_t>(out_pairs) * out_nbins;
+        host_out.reserve(len, "cudaMallocHost(histograms)");
+        check(cudaMemcpyAsync(host_out.ptr, dev_out.ptr, len * sizeof(unsigned long long),
+                              cudaMemcpyDeviceToHost, compute),
+              "cudaMemcpyAsync(histograms)");
+        check(cudaMemsetAsync(dev_out.ptr, 0, len * sizeof(unsigned long long), compute), "cudaMemsetAsync");
+        check(cudaStreamSynchronize(compute), "the histogram kernels");
+        for (std::size_t k = 0; k < len; ++k) out[k] += host_out.ptr[k];
+        pending = false;
+    }
+};
+
+Histogrammer::Histogrammer(int device, KernelChoice kernel, int max_window_bins)
+    : impl_(new Impl(device, kernel, max_window_bins)) {}
+Histogrammer::~Histogrammer() = default;
+
+void Histogrammer::accumulate(const FrameProblem& p, const float* xyz, std::size_t n_atoms,
+                              uint64_t* host_out) {
+    if (p.n_pairs == 0 || p.nbins <= 0) return;
+    if (p.double_precision)
+        impl_->run<double>(p, xyz, n_atoms, host_out);
+    else
+        impl_->run<float>(p, xyz, n_atoms, host_out);
+}
+
+void Histogrammer::synchronize(uint64_t* out) { impl_->synchronize(out); }
+bool Histogrammer::pending() const { return impl_->pending; }
+const LaunchInfo& Histogrammer::last_launch() const { return impl_->launch; }
+int Histogrammer::device() const { return impl_->device; }
+
+}  // namespace gpu
+}  // namespace fastrdf

@@ -1,0 +1,83 @@
+// Host-side API of the CUDA kernels. Plain C++: no CUDA type leaks out, so the Python
+// bindings compile with the host compiler and link against the CUDA objects.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "fastrdf/kernel_api.hpp"
+
+namespace fastrdf {
+namespace gpu {
+
+// A CUDA call failed (the message names the call and CUDA's own error string).
+struct CudaError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+// A device allocation failed.
+struct OutOfMemory : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+struct DeviceInfo {
+    int index = 0;
+    std::string name;
+    int cc_major = 0, cc_minor = 0;
+    std::size_t total_memory = 0;
+    int multiprocessors = 0;
+    std::size_t shared_per_block_optin = 0;
+    std::size_t shared_per_multiprocessor = 0;
+    std::size_t l2_bytes = 0;
+};
+
+// Number of usable devices; 0 (never an exception) when there is no driver or no device, with
+// the reason in *why.
+int device_count(std::string* why);
+DeviceInfo device_info(int device);
+int runtime_version();
+int driver_version();
+
+enum class KernelChoice : int { kAuto = 0, kShared = 1, kGlobal = 2 };
+
+// How the last frame was launched (for tests, benchmarks and --info).
+struct LaunchInfo {
+    std::string kernel;  // "shared" or "global"
+    int sweeps = 0;      // passes over the pairs, one bin window each (shared kernel)
+    int window = 0;      // bins per window
+    int copies = 0;      // sub-histograms per block
+    long long tasks = 0; // blocks per sweep
+    int threads = 0;
+};
+
+// One device's persistent engine: device buffers, pinned host buffers, streams and events are
+// made once and reused; counts stay uint64 on the device until synchronize().
+class Histogrammer {
+   public:
+    // max_window_bins > 0 caps the bins of one shared-memory window (forces several sweeps).
+    Histogrammer(int device, KernelChoice kernel, int max_window_bins);
+    ~Histogrammer();
+    Histogrammer(const Histogrammer&) = delete;
+    Histogrammer& operator=(const Histogrammer&) = delete;
+
+    // Queue one frame (xyz: n_atoms x 3 float32, as given). Returns once the coordinates are
+    // copied into pinned memory; the transfer and kernels run asynchronously. Counts of the
+    // i == j self pairs (distance 0) go straight into host_out.
+    void accumulate(const FrameProblem& p, const float* xyz, std::size_t n_atoms, uint64_t* host_out);
+    // Wait for every queued frame and add the device counts into out (n_pairs x nbins of the
+    // last accumulate), then reset them to zero.
+    void synchronize(uint64_t* out);
+    bool pending() const;
+    const LaunchInfo& last_launch() const;
+    int device() const;
+
+   private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpu
+}  // namespace fastrdf

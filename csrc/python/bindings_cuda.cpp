@@ -1,0 +1,128 @@
+// Python bindings of the CUDA engine: mdakit_fastrdf._fastrdf_cuda
+//
+// Importing this module does not touch the GPU; CUDA is initialised by the first call that
+// needs it (device_count, devices, CudaHistogrammer), in the process that makes it.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <string>
+
+#include "fastrdf/cuda.hpp"
+#include "frame_args.hpp"
+
+namespace py = pybind11;
+using namespace fastrdf;
+
+#ifndef FASTRDF_CUDA_ARCHS
+#define FASTRDF_CUDA_ARCHS "unknown"
+#endif
+
+namespace {
+
+gpu::KernelChoice parse_kernel(const std::string& k) {
+    if (k == "auto") return gpu::KernelChoice::kAuto;
+    if (k == "shared") return gpu::KernelChoice::kShared;
+    if (k == "global") return gpu::KernelChoice::kGlobal;
+    throw std::invalid_argument("kernel: must be 'auto', 'shared' or 'global', got '" + k + "'");
+}
+
+// The per-worker CUDA engine. Counts stay on the device until synchronize(), which adds them
+// into the `out` array of the last accumulate (kept alive here until then).
+class CudaHistogrammer {
+   public:
+    CudaHistogrammer(int device, const std::string& kernel, int max_window_bins)
+        : h_(device, parse_kernel(kernel), max_window_bins) {}
+
+    void accumulate(py::array coords, py::array offsets, py::array pairs, py::array edges,
+                    int box_kind, py::object box, py::object labels, py::array out,
+                    bool double_precision) {
+        parse_frame(args_, coords, offsets, pairs, edges, box_kind, box, labels, out);
+        if (h_.pending() && !out.is(out_)) synchronize();
+        args_.p.double_precision = double_precision;
+        uint64_t* host_out = static_cast<uint64_t*>(out.mutable_data());
+        {
+            py::gil_scoped_release release;
+            h_.accumulate(args_.p, args_.xyz, args_.n_atoms, host_out);
+        }
+        out_ = out;
+    }
+
+    void synchronize() {
+        if (!h_.pending()) return;
+        py::array out = out_.cast<py::array>();
+        uint64_t* dst = static_cast<uint64_t*>(out.mutable_data());
+        {
+            py::gil_scoped_release release;
+            h_.synchronize(dst);
+        }
+        out_ = py::none();
+    }
+
+    py::dict last_launch() const {
+        const gpu::LaunchInfo& l = h_.last_launch();
+        py::dict d;
+        d["kernel"] = l.kernel;
+        d["sweeps"] = l.sweeps;
+        d["window"] = l.window;
+        d["copies"] = l.copies;
+        d["tasks"] = l.tasks;
+        d["threads"] = l.threads;
+        return d;
+    }
+
+    bool pending() const { return h_.pending(); }
+    int device() const { return h_.device(); }
+
+   private:
+    gpu::Histogrammer h_;
+    FrameArgs args_;
+    py::object out_ = py::none();
+};
+
+py::list devices() {
+    py::list out;
+    const int n = gpu::device_count(nullptr);
+    for (int k = 0; k < n; ++k) {
+        const gpu::DeviceInfo d = gpu::device_info(k);
+        py::dict e;
+        e["index"] = d.index;
+        e["name"] = d.name;
+        e["compute_capability"] = py::make_tuple(d.cc_major, d.cc_minor);
+        e["total_memory"] = d.total_memory;
+        e["multiprocessors"] = d.multiprocessors;
+        e["shared_per_block_optin"] = d.shared_per_block_optin;
+        e["shared_per_multiprocessor"] = d.shared_per_multiprocessor;
+        e["l2_bytes"] = d.l2_bytes;
+        out.append(e);
+    }
+    return out;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_fastrdf_cuda, m) {
+    m.doc() = "CUDA pair-distance histogram kernels of mdakit_fastrdf";
+    py::register_exception<gpu::CudaError>(m, "CudaError", PyExc_RuntimeError);
+    py::register_exception<gpu::OutOfMemory>(m, "CudaOutOfMemoryError", PyExc_MemoryError);
+    py::class_<CudaHistogrammer>(m, "CudaHistogrammer")
+        .def(py::init<int, const std::string&, int>(), py::arg("device") = 0,
+             py::arg("kernel") = "auto", py::arg("max_window_bins") = 0)
+        .def("accumulate", &CudaHistogrammer::accumulate, py::arg("coords"), py::arg("offsets"),
+             py::arg("pairs"), py::arg("edges"), py::arg("box_kind"), py::arg("box"),
+             py::arg("labels"), py::arg("out"), py::arg("double_precision"))
+        .def("synchronize", &CudaHistogrammer::synchronize)
+        .def_property_readonly("last_launch", &CudaHistogrammer::last_launch)
+        .def_property_readonly("pending", &CudaHistogrammer::pending)
+        .def_property_readonly("device", &CudaHistogrammer::device);
+    m.def("device_count", []() { return gpu::device_count(nullptr); });
+    m.def("device_error", []() {
+        std::string why;
+        gpu::device_count(&why);
+        return why;
+    });
+    m.def("devices", &devices);
+    m.def("runtime_version", &gpu::runtime_version);
+    m.def("driver_version", &gpu::driver_version);
+    m.attr("architectures") = FASTRDF_CUDA_ARCHS;
+}

@@ -1,0 +1,111 @@
+// Argument checking shared by the Python bindings of every engine (CPU and CUDA): one place
+// turns the arrays of Engine.accumulate into a validated FrameProblem.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "fastrdf/box_setup.hpp"
+#include "fastrdf/geometry.hpp"
+#include "fastrdf/kernel_api.hpp"
+
+namespace fastrdf {
+namespace py = pybind11;
+
+template <typename T>
+const T* checked(const py::array& a, const char* name, py::ssize_t ndim) {
+    if (a.ndim() != ndim) throw std::invalid_argument(std::string(name) + ": wrong number of dimensions");
+    if (!py::isinstance<py::array_t<T>>(a)) throw py::type_error(std::string(name) + ": wrong dtype");
+    if (!(a.flags() & py::array::c_style)) throw std::invalid_argument(std::string(name) + ": must be C-contiguous");
+    return static_cast<const T*>(a.data());
+}
+
+// One frame's arguments, checked. `p` holds everything but the coordinates, which each engine
+// lays out its own way (xyz: the (n, 3) float32 array as given).
+struct FrameArgs {
+    FrameProblem p;
+    const float* xyz = nullptr;
+    std::size_t n_atoms = 0;
+    std::vector<double> images;  // triclinic extra images (owned here; p.images points in)
+};
+
+// coords: (N, 3) float32; offsets: (S + 1,) int64; pairs: (P, 2) int32; edges: (nbins + 1,)
+// float64; box: None or (3, 3) float64 box vectors as rows; labels: None or (N,) int32;
+// out: (P, nbins) uint64.
+inline void parse_frame(FrameArgs& a, const py::array& coords, const py::array& offsets,
+                        const py::array& pairs, const py::array& edges, int box_kind,
+                        const py::object& box, const py::object& labels, const py::array& out) {
+    FrameProblem& p = a.p;
+    p = FrameProblem{};
+    a.images.clear();
+    a.xyz = checked<float>(coords, "coords", 2);
+    if (coords.shape(1) != 3) throw std::invalid_argument("coords: shape must be (n_atoms, 3)");
+    a.n_atoms = static_cast<std::size_t>(coords.shape(0));
+    const auto n = a.n_atoms;
+    p.offsets = checked<int64_t>(offsets, "offsets", 1);
+    p.n_species = static_cast<int>(offsets.shape(0)) - 1;
+    p.pairs = checked<int32_t>(pairs, "pairs", 2);
+    p.n_pairs = static_cast<int>(pairs.shape(0));
+    p.edges = checked<double>(edges, "edges", 1);
+    p.nbins = static_cast<int>(edges.shape(0)) - 1;
+    if (p.n_species < 1 || p.offsets[0] != 0 || p.offsets[p.n_species] != static_cast<int64_t>(n))
+        throw std::invalid_argument("offsets: must start at 0 and end at n_atoms");
+    for (int s = 0; s < p.n_species; ++s)
+        if (p.offsets[s + 1] < p.offsets[s]) throw std::invalid_argument("offsets: must not decrease");
+    if (pairs.shape(1) != 2) throw std::invalid_argument("pairs: shape must be (n_pairs, 2)");
+    for (int i = 0; i < 2 * p.n_pairs; ++i)
+        if (p.pairs[i] < 0 || p.pairs[i] >= p.n_species)
+            throw std::invalid_argument("pairs: species index out of range");
+    if (p.nbins < 1) throw std::invalid_argument("edges: need at least two edges");
+    if (!(out.ndim() == 2 && out.shape(0) == p.n_pairs && out.shape(1) == p.nbins))
+        throw std::invalid_argument("out: shape must be (n_pairs, nbins)");
+    if (!py::isinstance<py::array_t<uint64_t>>(out) || !(out.flags() & py::array::c_style) ||
+        !out.writeable())
+        throw std::invalid_argument("out: must be a writeable C-contiguous uint64 array");
+
+    if (!labels.is_none()) {
+        py::array lab = labels.cast<py::array>();
+        p.labels = checked<int32_t>(lab, "labels", 1);
+        if (static_cast<std::size_t>(lab.shape(0)) != n)
+            throw std::invalid_argument("labels: need one label per atom");
+    }
+
+    p.box_kind = box_kind;
+    if (box_kind == kOrtho || box_kind == kOrthoScaled || box_kind == kTriclinic) {
+        py::array b = box.cast<py::array>();
+        const double* m = checked<double>(b, "box", 2);
+        if (b.shape(0) != 3 || b.shape(1) != 3) throw std::invalid_argument("box: shape must be (3, 3)");
+        if (box_kind != kTriclinic) {
+            for (int c = 0; c < 3; ++c) {
+                p.ortho[c] = m[4 * c];
+                p.ortho_inv32[c] = static_cast<float>(1.0 / p.ortho[c]);
+                if (!(p.ortho[c] > 0.0) || !std::isfinite(p.ortho[c]))
+                    throw std::invalid_argument("box: orthorhombic box lengths must be positive and finite");
+            }
+        } else {
+            const TriclinicSetup s = setup_triclinic(m, p.edges[p.nbins]);
+            for (int r = 0; r < 3; ++r)
+                for (int c = 0; c < 3; ++c) {
+                    p.basis[3 * r + c] = s.a[r][c];
+                    p.reciprocal[3 * r + c] = s.f[r][c];
+                }
+            a.images = s.images;
+            p.images = a.images.data();
+            p.n_images = static_cast<int>(a.images.size() / 3);
+        }
+    } else if (box_kind != kNoBox) {
+        throw std::invalid_argument("box_kind: must be 0 (none), 1 (orthorhombic), 2 (triclinic) or 3 (orthorhombic, MDAnalysis brute-force arithmetic)");
+    }
+}
+
+[[noreturn]] inline void throw_not_finite() {
+    throw std::invalid_argument("coordinates: a frame holds NaN or infinite positions");
+}
+
+}  // namespace fastrdf

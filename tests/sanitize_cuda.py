@@ -1,0 +1,40 @@
+"""Runs every CUDA kernel variant once on small problems, for compute-sanitizer.
+
+    compute-sanitizer --tool memcheck --error-exitcode 9 python tests/sanitize_cuda.py
+    compute-sanitizer --tool racecheck --error-exitcode 9 python tests/sanitize_cuda.py
+
+Not a pytest module (its name does not start with ``test_``); the GPU tests in
+``test_cuda.py`` check the numbers, this script gives the sanitizers every code path: both
+kernels, several sweeps, every box type, both precisions, with and without labels. It also
+checks each result against the CPU kernel, so a run that the sanitizer slows down still
+proves something.
+"""
+
+import sys
+
+import numpy as np
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from test_cuda import BOXES, histogram, make_problem  # noqa: E402
+
+
+def main():
+    rng = np.random.default_rng(5)
+    n_cases = 0
+    for box_name in BOXES:
+        for precision in ("single", "double"):
+            for labels in (False, True):
+                for kernel, max_window in (("shared", 0), ("shared", 37), ("global", 0)):
+                    problem = make_problem(rng, box_name, sizes=(150, 170, 61), nbins=100,
+                                           labels=labels)
+                    ref, _ = histogram("cpu", problem, precision)
+                    out, eng = histogram("cuda", problem, precision, frames=2, kernel=kernel,
+                                         max_window_bins=max_window)
+                    assert np.array_equal(out, 2 * ref), (
+                        box_name, precision, labels, kernel, max_window)
+                    n_cases += 1
+    print(f"sanitize_cuda: {n_cases} kernel runs agree with the CPU kernel")
+
+
+if __name__ == "__main__":
+    main()

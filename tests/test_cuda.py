@@ -1,0 +1,306 @@
+"""The CUDA engine: device selection everywhere, and on a GPU bit-for-bit agreement with the
+CPU kernel.
+
+Tests marked ``gpu`` skip cleanly without a CUDA build and a usable GPU; the others check, on
+any machine, what does not need one (argument checking, device selection, the errors).
+"""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import (
+    GPU_UNAVAILABLE,
+    brute_force_counts,
+    random_positions_in_box,
+    reference_edges,
+    requires_gpu,
+)
+from mdakit_fastrdf import InterRDF, build_info
+from mdakit_fastrdf._engine import (
+    NO_BOX,
+    ORTHO_SCALED,
+    TRICLINIC,
+    Box,
+    Engine,
+    _cuda_module,
+    prepare_box,
+    validate_device,
+)
+
+HAVE_CUDA_BUILD = _cuda_module() is not None
+gpu = [pytest.mark.gpu, requires_gpu]
+
+
+# ------------------------------------------------------------------------------------------
+# problems
+# ------------------------------------------------------------------------------------------
+
+BOXES = {
+    "none": None,
+    "ortho": np.array([31.0, 27.5, 29.0, 90, 90, 90]),
+    "ortho_scaled": np.array([31.0, 27.5, 29.0, 90, 90, 90]),
+    "triclinic": np.array([30.0, 32.0, 29.0, 70, 80, 65]),
+    "triclinic_multi": np.array([30.0, 32.0, 29.0, 60, 60, 90]),
+}
+
+
+def make_problem(rng, box_name, sizes=(700, 1300, 513), pairs=((0, 0), (0, 1), (1, 2), (2, 2), (2, 0)),
+                 nbins=300, labels=False, rmax=None):
+    dims = BOXES[box_name]
+    n = int(sum(sizes))
+    if dims is None:
+        coords = (rng.random((n, 3)) * 40.0 - 5.0).astype(np.float32)
+        box = Box(NO_BOX)
+        rmax = rmax or 45.0
+    else:
+        coords = random_positions_in_box(rng, n, dims)[0]
+        box = prepare_box(dims)
+        if box_name == "ortho_scaled":
+            box = Box(ORTHO_SCALED, box.vectors32)
+        # multi: beyond half the smallest width, so extra images are needed
+        rmax = rmax or (24.0 if box_name == "triclinic_multi" else 12.0)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    pairs = np.array(pairs, dtype=np.int32).reshape(-1, 2)
+    edges = reference_edges(nbins, (0.0, rmax))
+    lab = rng.integers(0, n // 4, n).astype(np.int32) if labels else None
+    return coords, offsets, pairs, edges, box, lab
+
+
+def histogram(device, problem, precision="single", frames=1, **engine_kw):
+    coords, offsets, pairs, edges, box, labels = problem
+    out = np.zeros((len(pairs), len(edges) - 1), dtype=np.uint64)
+    eng = Engine(device, precision, **engine_kw)
+    for _ in range(frames):
+        eng.accumulate(coords, offsets, pairs, edges, box, labels, out)
+    eng.synchronize()
+    return out, eng
+
+
+# ------------------------------------------------------------------------------------------
+# everywhere: argument checking and device selection
+# ------------------------------------------------------------------------------------------
+
+
+def test_validate_device_forms():
+    assert validate_device("cpu") == "cpu"
+    assert validate_device("AUTO") == "auto"
+    with pytest.raises(TypeError, match="device"):
+        validate_device(0)
+    with pytest.raises(ValueError, match="device"):
+        validate_device("gpu")
+    with pytest.raises(ValueError, match="cuda:N"):
+        validate_device("cuda:first")
+    if HAVE_CUDA_BUILD:
+        assert validate_device("cuda") == "cuda:0"
+        assert validate_device("CUDA:1") == "cuda:1"
+    else:
+        with pytest.raises(ValueError, match="no CUDA kernels"):
+            validate_device("cuda")
+
+
+def test_engine_kernel_option_checked():
+    with pytest.raises(ValueError, match="kernel"):
+        Engine("cpu", kernel="texture")
+
+
+def test_build_info_reports_cuda():
+    info = build_info()
+    assert info["cuda"] is HAVE_CUDA_BUILD
+    if HAVE_CUDA_BUILD:
+        archs = info["cuda_architectures"]
+        assert archs and all(a.split("-")[0].isdigit() for a in archs)
+
+
+def test_cli_info_has_cuda_line(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "mdakit_fastrdf", "--info"], capture_output=True,
+                         text=True, timeout=300, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    line = [ln for ln in out.stdout.splitlines() if ln.startswith("cuda_devices")]
+    assert len(line) == 1
+    if GPU_UNAVAILABLE is None:
+        assert "cuda:0" in line[0]
+    else:
+        assert "none:" in line[0]
+
+
+def test_auto_uses_cpu_for_small_frames(rng):
+    problem = make_problem(rng, "ortho", sizes=(50, 60), pairs=((0, 1),))
+    out, eng = histogram("auto", problem)
+    assert eng.device_used == "cpu"
+    ref, _ = histogram("cpu", problem)
+    assert np.array_equal(out, ref)
+
+
+@pytest.mark.skipif(GPU_UNAVAILABLE is None, reason="a GPU is usable here")
+def test_auto_without_gpu_falls_back_to_cpu(rng):
+    problem = make_problem(rng, "none", sizes=(1500,), pairs=((0, 0),), rmax=80.0)  # > 1e6 pairs
+    out, eng = histogram("auto", problem)
+    assert eng.device_used == "cpu"
+    assert out.sum() == 1500 * 1500
+
+
+@pytest.mark.skipif(GPU_UNAVAILABLE is None or not HAVE_CUDA_BUILD,
+                    reason="needs a CUDA build on a machine without a usable GPU")
+def test_cuda_without_gpu_is_a_clear_error(rng, small_periodic_universe):
+    problem = make_problem(rng, "ortho", sizes=(20, 30), pairs=((0, 1),))
+    with pytest.raises(RuntimeError, match="no usable CUDA device"):
+        histogram("cuda", problem)
+    ag = small_periodic_universe.atoms
+    with pytest.raises(RuntimeError, match=r"device='cuda:0' was asked for"):
+        InterRDF(ag, ag, device="cuda").run()
+
+
+# ------------------------------------------------------------------------------------------
+# on a GPU: bit for bit with the CPU kernel
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("labels", [False, True], ids=["all", "labels"])
+@pytest.mark.parametrize("precision", ["single", "double"])
+@pytest.mark.parametrize("box_name", list(BOXES))
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_matches_cpu(rng, box_name, precision, labels):
+    problem = make_problem(rng, box_name, labels=labels)
+    if box_name == "triclinic_multi":
+        # the problem really needs extra images
+        from mdakit_fastrdf._fastrdf_cpu import triclinic_setup
+
+        assert len(triclinic_setup(problem[4].vectors, problem[3][-1])["images"]) > 0
+    ref, _ = histogram("cpu", problem, precision)
+    out, eng = histogram("cuda", problem, precision)
+    assert eng.device_used == "cuda:0"
+    assert eng.last_launch["kernel"] == "shared"
+    assert out.sum() > 0
+    np.testing.assert_array_equal(out, ref)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_double_matches_float64_brute_force(rng):
+    problem = make_problem(rng, "triclinic", sizes=(400, 500), pairs=((0, 0), (0, 1)), nbins=150)
+    coords, offsets, pairs, edges, box, _ = problem
+    out, _ = histogram("cuda", problem, "double")
+    a, b = coords[:400], coords[400:]
+    dims = BOXES["triclinic"]
+    np.testing.assert_array_equal(out[0], brute_force_counts(a, a, dims, edges, same=True,
+                                                             mdanalysis_path=False))
+    np.testing.assert_array_equal(out[1], brute_force_counts(a, b, dims, edges,
+                                                             mdanalysis_path=False))
+
+
+@pytest.mark.parametrize(
+    "kernel,nbins,max_window,expect",
+    [
+        ("shared", 1000, 97, ("shared", 11)),      # many sweeps over narrow windows
+        ("shared", 5, 0, ("shared", 1)),           # few bins: many sub-histograms
+        ("global", 1000, 0, ("global", 1)),
+        ("auto", 200_000, 0, ("global", 1)),       # wider than shared memory
+        ("shared", 200_000, 0, ("shared", None)),  # ... forced through sweeps
+    ],
+)
+@pytest.mark.parametrize("precision", ["single", "double"])
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_kernels_and_sweeps(rng, kernel, nbins, max_window, expect, precision):
+    problem = make_problem(rng, "ortho", sizes=(900, 1100), pairs=((0, 0), (0, 1), (1, 1)),
+                           nbins=nbins, labels=True)
+    ref, _ = histogram("cpu", problem, precision)
+    out, eng = histogram("cuda", problem, precision, kernel=kernel, max_window_bins=max_window)
+    launch = eng.last_launch
+    assert launch["kernel"] == expect[0]
+    if expect[1] is not None:
+        assert launch["sweeps"] == expect[1]
+    else:
+        assert launch["sweeps"] > 1
+    np.testing.assert_array_equal(out, ref)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_trajectory_and_out_switch(rng):
+    """Frames queue asynchronously; counts land in the out array they were meant for."""
+    n = 3000
+    cpu = Engine("cpu")
+    gpu_engine = Engine("cuda")
+    offsets = np.array([0, 1000, n], dtype=np.int64)
+    pairs = np.array([[0, 0], [0, 1]], dtype=np.int32)
+    edges = reference_edges(200, (0.0, 14.0))
+    outs = [np.zeros((2, 200), np.uint64) for _ in range(4)]
+    for f in range(6):
+        dims = np.array([30.0 + f, 31.0, 29.0 - 0.5 * f, 75 + f, 85, 70])
+        coords = random_positions_in_box(rng, n, dims)[0]
+        box = prepare_box(dims)
+        assert box.kind == TRICLINIC
+        k = f // 3  # frames 0-2 into one array, 3-5 into the next
+        cpu.accumulate(coords, offsets, pairs, edges, box, None, outs[k])
+        gpu_engine.accumulate(coords, offsets, pairs, edges, box, None, outs[2 + k])
+    gpu_engine.synchronize()
+    np.testing.assert_array_equal(outs[2], outs[0])
+    np.testing.assert_array_equal(outs[3], outs[1])
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_counts_beyond_uint32(rng):
+    """70 000 atoms at one point: 4.9e9 ordered pairs in one bin, more than 2^32."""
+    n = 70_000
+    coords = np.zeros((n, 3), np.float32)
+    offsets = np.array([0, n], np.int64)
+    pairs = np.array([[0, 0]], np.int32)
+    edges = reference_edges(4, (0.0, 1.0))
+    out = np.zeros((1, 4), np.uint64)
+    eng = Engine("cuda")
+    eng.accumulate(coords, offsets, pairs, edges, Box(NO_BOX), None, out)
+    eng.synchronize()
+    assert out[0, 0] == np.uint64(n) * np.uint64(n) and out[0, 1:].sum() == 0
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_missing_device_index(rng):
+    problem = make_problem(rng, "ortho", sizes=(20, 30), pairs=((0, 1),))
+    with pytest.raises(ValueError, match="no CUDA device 99"):
+        histogram("cuda:99", problem)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_out_of_memory_is_a_python_error(rng):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch cannot see the GPU")
+    free, _ = torch.cuda.mem_get_info()
+    hog = torch.empty(int(free - (256 << 20)), dtype=torch.uint8, device="cuda")
+    try:
+        problem = make_problem(rng, "ortho", sizes=(100, 100), pairs=((0, 1),) * 64, nbins=600_000)
+        with pytest.raises(MemoryError, match="out of memory"):
+            histogram("cuda", problem)
+    finally:
+        del hog
+        torch.cuda.empty_cache()
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("precision", ["single", "double"])
+def test_gpu_interrdf_matches_cpu_on_adk(adk_water, precision):
+    ow = adk_water.select_atoms("name OW")
+    kw = dict(nbins=200, range=(0.0, 12.0), exclusion_block=(1, 1), precision=precision)
+    cpu = InterRDF(ow, ow, device="cpu", **kw).run()
+    gpu_run = InterRDF(ow, ow, device="cuda", **kw).run()
+    np.testing.assert_array_equal(gpu_run.results.count_uint64, cpu.results.count_uint64)
+    np.testing.assert_array_equal(gpu_run.results.rdf, cpu.results.rdf)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_workers_through_dask(adk_water):
+    pytest.importorskip("dask")
+    ow = adk_water.select_atoms("name OW")
+    serial = InterRDF(ow, ow, device="cpu").run(stop=4)
+    par = InterRDF(ow, ow, device="cuda").run(stop=4, backend="dask", n_workers=2)
+    np.testing.assert_array_equal(par.results.count_uint64, serial.results.count_uint64)
