@@ -2,7 +2,7 @@
 # One call on an offline GPU machine: install the carried wheels, build for the local GPU,
 # then run the stages named on the command line (default: all) and leave logs in $OUT.
 #
-#   stages: info tests sanitize bench bench-big
+#   stages: info tests sanitize bench (all sections) bench-SECTION[,SECTION] bench-big
 #
 # Prepare on a machine with network first (carry .whl and .gpudata with the call):
 #   bash ../shared/gpu/bundle.sh --dask TPR XTC GRO      # MDAnalysis, dask, the adk data
@@ -41,8 +41,10 @@ for s in $stages; do
       done ;;
     bench)
       python3 "$src/benchmarks/bench_gpu.py" --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.md" ;;
-    bench-big)
-      python3 "$src/benchmarks/bench_gpu.py" kernel --big --json "$OUT/bench-big.json" 2>&1 | tee "$OUT/bench-big.md" ;;
+    bench-*)
+      secs=${s#bench-}; secs=${secs//,/ }
+      if [ "$secs" = big ]; then secs="kernel --big"; fi
+      python3 "$src/benchmarks/bench_gpu.py" $secs --json "$OUT/bench-${s#bench-}.json" 2>&1 | tee "$OUT/bench-${s#bench-}.md" ;;
     *) echo "unknown stage $s"; rc=1 ;;
   esac
 done
