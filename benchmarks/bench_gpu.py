@@ -72,14 +72,18 @@ def positions(rng, n, dims):
 
 def time_frames(engine, args, repeat, out):
     """Median seconds per frame, host to host (accumulate + synchronize)."""
+    t0 = time.perf_counter()
     engine.accumulate(*args, out)  # warm-up: allocations, task list, module load
     engine.synchronize()
+    if time.perf_counter() - t0 > 5.0:
+        repeat = 1  # slow case: one timed frame is enough
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
         engine.accumulate(*args, out)
         engine.synchronize()
         times.append(time.perf_counter() - t0)
+    time_frames.frames = 1 + len(times)  # frames accumulated into out
     return statistics.median(times)
 
 
@@ -100,26 +104,32 @@ def count_pairs(sizes, pairs):
     return total
 
 
-def table(title, header, rows):
-    print(f"\n## {title}\n")
-    print("| " + " | ".join(header) + " |")
-    print("|" + "|".join("---" for _ in header) + "|")
-    for r in rows:
-        print("| " + " | ".join(str(c) for c in r) + " |")
-    sys.stdout.flush()
+class Table(list):
+    """Rows printed as they are added (a long run still shows what it measured)."""
+
+    def __init__(self, title, header):
+        super().__init__()
+        print(f"\n## {title}\n")
+        print("| " + " | ".join(header) + " |")
+        print("|" + "|".join("---" for _ in header) + "|", flush=True)
+
+    def append(self, row):
+        super().append(row)
+        print("| " + " | ".join(str(c) for c in row) + " |", flush=True)
 
 
 def section_kernel(rng, args, results):
-    rows = []
+    rows = Table("Kernel throughput, N x N pairs, single precision (host to host)",
+                 ["box", "N", "bins", "device", "kernel", "s/frame", "bapps", "in range", "x CPU"])
     sizes_gpu = [1_000_000] + ([4_000_000] if args.big else [])
-    bins_list = [1000, 10_000, 40_000, 100_000]
+    bins_list = args.bins or [1000, 10_000, 40_000, 100_000]
     for box_name, (dims, rmax) in BOXES.items():
         # CPU reference, same machine, smaller N (all-pairs throughput is size independent)
         ncpu = 100_000
         a, out = problem(rng, (ncpu, ncpu), [(0, 1)], 10_000, rmax, dims)
         t = time_frames(Engine("cpu", "single"), a, 1, out)
         cpu_bapps = ncpu * ncpu / t / 1e9
-        frac = out.sum() / (2.0 * ncpu * ncpu)  # warm-up + 1 repeat
+        frac = out.sum() / (time_frames.frames * float(ncpu) * ncpu)
         rows.append([box_name, f"{ncpu:,}", "10,000", "cpu", "-", f"{t:.3f}", f"{cpu_bapps:.1f}",
                      f"{frac:.2f}", "1.0"])
         results.append(dict(section="kernel", box=box_name, n=ncpu, nbins=10_000, device="cpu",
@@ -134,15 +144,13 @@ def section_kernel(rng, args, results):
                 bapps = n * n / t / 1e9
                 launch = eng.last_launch
                 kern = f"{launch['kernel']}x{launch['sweeps']}"
-                frac = float(out.sum()) / float(n * n) / (1 + (args.repeat if n <= 1_000_000 else 1))
+                frac = float(out.sum()) / float(n * n) / time_frames.frames
                 rows.append([box_name, f"{n:,}", f"{nbins:,}", "cuda", kern, f"{t:.3f}",
                              f"{bapps:.0f}", f"{frac:.2f}", f"{bapps / cpu_bapps:.0f}"])
                 results.append(dict(section="kernel", box=box_name, n=n, nbins=nbins,
                                     device="cuda", kernel=launch, seconds=t, bapps=bapps,
                                     in_range=frac))
                 del a, out
-    table("Kernel throughput, N x N pairs, single precision (host to host)",
-          ["box", "N", "bins", "device", "kernel", "s/frame", "bapps", "in range", "x CPU"], rows)
 
 
 def section_species(rng, args, results):
@@ -150,7 +158,9 @@ def section_species(rng, args, results):
     pairs = [(a, b) for a in range(9) for b in range(a, 9)]
     a, out = problem(rng, sizes, pairs, 8000, 300.0, None)
     npairs = count_pairs(sizes, pairs)
-    rows = []
+    rows = Table(f"Species: 300,000 atoms, 9 species, 45 histograms, 8000 bins, r_max 300 Å, "
+                 f"no box ({npairs:.3g} pairs per frame)",
+                 ["device", "precision", "ms/frame", "frames/s", "bapps"])
     for device, repeat in (("cuda", args.repeat), ("cpu", 1)):
         for precision in ("single", "double"):
             if device == "cpu" and precision == "double":
@@ -161,24 +171,20 @@ def section_species(rng, args, results):
                          f"{npairs / t / 1e9:.0f}"])
             results.append(dict(section="species", device=device, precision=precision,
                                 seconds=t, fps=1 / t, bapps=npairs / t / 1e9))
-    table(f"Species: 300,000 atoms, 9 species, 45 histograms, 8000 bins, r_max 300 Å, no box "
-          f"({npairs:.3g} pairs per frame)", ["device", "precision", "ms/frame", "frames/s",
-                                             "bapps"], rows)
 
 
 def section_water(rng, args, results):
     n, side = 1_000_000, 310.0
     dims = [side, side, side, 90.0, 90.0, 90.0]
     a, out = problem(rng, (n,), [(0, 0)], 200, 15.0, dims)
-    rows = []
+    rows = Table("Water density, 1M atoms, 310 Å box, r_max 15 Å, 200 bins",
+                 ["device", "method", "ms/frame", "frames/s"])
     for device in ("cuda",):
         eng = Engine(device, "single")
         t = time_frames(eng, a, args.repeat, out)
         rows.append([device, "all pairs", f"{t * 1e3:.1f}", f"{1 / t:.2f}"])
         results.append(dict(section="water", device=device, method="all pairs", seconds=t,
                             fps=1 / t))
-    table("Water density, 1M atoms, 310 Å box, r_max 15 Å, 200 bins",
-          ["device", "method", "ms/frame", "frames/s"], rows)
 
 
 def section_adk(rng, args, results):
@@ -194,7 +200,8 @@ def section_adk(rng, args, results):
 
     u = mda.Universe(TPR, XTC, in_memory=True)
     ow = u.select_atoms("name OW")
-    rows = []
+    rows = Table(f"adk OW-OW, {len(ow)} atoms, {u.trajectory.n_frames} frames in memory, 75 bins",
+                 ["device", "precision", "s (all frames)", "frames/s"])
     for device in ("cpu", "cuda"):
         for precision in ("single", "double"):
             kw = dict(nbins=75, range=(0.0, 15.0), exclusion_block=(1, 1), device=device,
@@ -205,8 +212,6 @@ def section_adk(rng, args, results):
             rows.append([device, precision, f"{best:.3f}", f"{fps:.0f}"])
             results.append(dict(section="adk", device=device, precision=precision,
                                 seconds=best, fps=fps))
-    table(f"adk OW-OW, {len(ow)} atoms, {u.trajectory.n_frames} frames in memory, 75 bins",
-          ["device", "precision", "s (all frames)", "frames/s"], rows)
 
 
 def _timed(fn):
@@ -216,7 +221,8 @@ def _timed(fn):
 
 
 def section_crossover(rng, args, results):
-    rows = []
+    rows = Table("device='auto' crossover: one species with itself, 75 bins, 50 Å box, r_max 15 Å",
+                 ["N", "pairs", "CPU ms", "GPU ms", "faster"])
     for n in (200, 500, 1000, 1500, 2000, 3000, 5000, 10_000, 20_000):
         a, out = problem(rng, (n,), [(0, 0)], 75, 15.0, [50.0, 50.0, 50.0, 90.0, 90.0, 90.0])
         tc = time_frames(Engine("cpu"), a, 20, out)
@@ -225,8 +231,6 @@ def section_crossover(rng, args, results):
         rows.append([f"{n:,}", f"{pairs:.3g}", f"{tc * 1e3:.3f}", f"{tg * 1e3:.3f}",
                      "cuda" if tg < tc else "cpu"])
         results.append(dict(section="crossover", n=n, pairs=pairs, cpu_s=tc, cuda_s=tg))
-    table("device='auto' crossover: one species with itself, 75 bins, 50 Å box, r_max 15 Å",
-          ["N", "pairs", "CPU ms", "GPU ms", "faster"], rows)
 
 
 SECTIONS = {"kernel": section_kernel, "species": section_species, "water": section_water,
@@ -239,6 +243,7 @@ def main(argv=None):
     p.add_argument("--big", action="store_true", help="also 4M x 4M pairs (10k bins)")
     p.add_argument("--full", action="store_true", help="with --big: every bin count")
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--bins", type=int, nargs="*", help="kernel section: bin counts to run")
     p.add_argument("--json", help="write every figure to this file")
     args = p.parse_args(argv)
     unknown = [s for s in args.sections if s not in SECTIONS]

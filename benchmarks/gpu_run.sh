@@ -12,7 +12,8 @@ OUT=${OUT:-/tmp/fastrdf-out}
 mkdir -p "$OUT"
 stages=${*:-info tests sanitize bench}
 export PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
+python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl \
+  > "$OUT/wheels.log" 2>&1 || { tail "$OUT/wheels.log"; exit 1; }
 export PYTHONPATH=/tmp/site:$PWD/.gpudata
 arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
 echo "== build for sm_${arch}"
@@ -42,9 +43,9 @@ for s in $stages; do
     bench)
       python3 "$src/benchmarks/bench_gpu.py" --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.md" ;;
     bench-*)
-      secs=${s#bench-}; secs=${secs//,/ }
+      secs=${s#bench-}; tag=${secs//,/-}; secs=${secs//,/ }; secs=${secs//:/ }
       if [ "$secs" = big ]; then secs="kernel --big"; fi
-      python3 "$src/benchmarks/bench_gpu.py" $secs --json "$OUT/bench-${s#bench-}.json" 2>&1 | tee "$OUT/bench-${s#bench-}.md" ;;
+      python3 "$src/benchmarks/bench_gpu.py" $secs --json "$OUT/bench-${tag%%:*}.json" 2>&1 | tee "$OUT/bench-${tag%%:*}.md" ;;
     *) echo "unknown stage $s"; rc=1 ;;
   esac
 done

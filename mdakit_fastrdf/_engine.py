@@ -53,7 +53,7 @@ def build_info() -> dict:
     Returns
     -------
     dict
-        ``version``, ``compiler``, ``openmp`` (bool), ``max_threads``, ``cpu_isa`` (compiled SIMD
+        ``version``, ``compiler``, ``threads`` (how the CPU kernel runs threads), ``max_threads``, ``cpu_isa`` (compiled SIMD
         variants), ``cpu_isa_usable`` (those this CPU runs), ``cpu_isa_selected`` (the one used),
         ``l2_cache_bytes`` (drives the cache blocking), ``cuda`` (whether CUDA kernels were
         built) and, when they were, ``cuda_architectures`` (the GPU architectures compiled;
@@ -63,7 +63,7 @@ def build_info() -> dict:
     info = {
         "version": m.version,
         "compiler": m.compiler,
-        "openmp": bool(m.openmp),
+        "threads": m.threads,
         "max_threads": int(m.max_threads()),
         "cpu_isa": list(m.compiled_variants()),
         "cpu_isa_usable": list(m.usable_variants()),

@@ -108,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compute.add_argument(
         "--n-threads", type=_positive_int,
-        help="OpenMP threads per process (default: all cores, shared among the workers)",
+        help="CPU threads per process (default: all cores, shared among the workers)",
     )
     compute.add_argument(
         "--backend", choices=("serial", "multiprocessing", "dask"), default="serial",

@@ -76,7 +76,7 @@ class InterRDF(AnalysisBase):
     A drop-in replacement for :class:`MDAnalysis.analysis.rdf.InterRDF`: it histograms the
     minimum-image distances between every atom of `g1` and every atom of `g2` in each frame,
     with the same parameters, defaults, results and normalisations, but in a compiled kernel
-    (C++ with OpenMP threads, SIMD and cache blocking) instead of a neighbour search followed
+    (C++ with threads, SIMD and cache blocking on the CPU; CUDA on NVIDIA GPUs) instead of a neighbour search followed
     by :func:`numpy.histogram`.
 
     Parameters

@@ -63,7 +63,7 @@ def test_info(capsys):
     assert main(["--info"]) == 0
     out = capsys.readouterr().out
     assert "version" in out
-    assert "openmp" in out
+    assert "threads" in out
 
 
 @pytest.mark.parametrize(

@@ -281,13 +281,13 @@ def test_supported_backends():
 
 
 def test_build_info():
-    """build_info() reports version, OpenMP, the compiled SIMD variants and CUDA."""
+    """build_info() reports version, threads, the compiled SIMD variants and CUDA."""
     info = build_info()
     assert isinstance(info, dict)
-    for key in ("version", "openmp", "cpu_isa", "cuda"):
+    for key in ("version", "threads", "max_threads", "cpu_isa", "cuda"):
         assert key in info
     assert isinstance(info["version"], str) and info["version"]
-    assert isinstance(info["openmp"], bool)
+    assert isinstance(info["threads"], str) and info["max_threads"] >= 1
     assert isinstance(info["cuda"], bool)
     assert isinstance(info["cpu_isa"], list) and info["cpu_isa"]
     assert all(isinstance(s, str) for s in info["cpu_isa"])

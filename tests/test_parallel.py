@@ -105,3 +105,30 @@ def test_unknown_parallel_backend(mem_universe):
     g = mem_universe.atoms
     with pytest.raises(ValueError):
         InterRDF(g, g).run(backend="banana", n_workers=2)
+
+
+def test_multiprocessing_after_threaded_serial_run(tmp_path):
+    """A script that runs on several CPU threads and then forks workers (MDAnalysis's
+    'multiprocessing' backend) must not hang: the thread pool is fork-aware. (GCC's OpenMP
+    runtime, used before, hung here.) Run in a child process with a time limit."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import numpy as np
+        import MDAnalysis as mda
+        from MDAnalysisTests.datafiles import TPR, XTC
+        from mdakit_fastrdf import InterRDF
+        ow = mda.Universe(TPR, XTC).select_atoms("name OW")[:1500]
+        ser = InterRDF(ow, ow, n_threads=4).run(stop=3)
+        par = InterRDF(ow, ow, n_threads=4).run(stop=3, backend="multiprocessing", n_workers=2)
+        assert np.array_equal(ser.results.count_uint64, par.results.count_uint64)
+        print("OK")
+    """)
+    load_universe("TPR", "XTC")  # skips when the data files are missing
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=300, cwd=tmp_path, env=env)
+    assert out.returncode == 0 and out.stdout.strip().endswith("OK"), out.stderr[-2000:]

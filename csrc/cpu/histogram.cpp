@@ -12,15 +12,13 @@
 //   * a species with itself is done once (i < j) and counted twice, plus the i == j pairs at
 //     distance 0, which is how MDAnalysis's InterRDF counts g1 == g2.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <type_traits>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
+#include "fastrdf/cpu.hpp"
 #include "fastrdf/geometry.hpp"
 #include "fastrdf/kernel_api.hpp"
 
@@ -80,15 +78,8 @@ void run_tasks(const FrameProblem& p, Workspace& ws, const Box& box, const Binni
     const int nt = p.n_threads;
     const uint64_t flush_limit = std::numeric_limits<uint32_t>::max();
 
-#ifdef _OPENMP
-#pragma omp parallel num_threads(nt)
-#endif
-    {
-#ifdef _OPENMP
-        const int tid = omp_get_thread_num();
-#else
-        const int tid = 0;
-#endif
+    std::atomic<int> next_task{0};
+    parallel_run(nt, [&](int tid) {
         uint32_t* hist = ws.thread_hist.data() + tid * hist_len;
         uint64_t* since = ws.thread_since_flush.data() + tid * thread_since_len(p);
         std::memset(hist, 0, hist_len * sizeof(uint32_t));
@@ -102,20 +93,16 @@ void run_tasks(const FrameProblem& p, Workspace& ws, const Box& box, const Binni
             for (int b = 0; b < p.nbins; ++b) {
                 if (h[b]) {
                     const uint64_t v = same ? 2 * static_cast<uint64_t>(h[b]) : h[b];
-#ifdef _OPENMP
-#pragma omp atomic
-#endif
-                    o[b] += v;
+                    __atomic_fetch_add(o + b, v, __ATOMIC_RELAXED);
                 }
             }
             std::memset(h, 0, stride * sizeof(uint32_t));
             since[pair] = 0;
         };
 
-#ifdef _OPENMP
-#pragma omp for schedule(dynamic, 1)
-#endif
-        for (int t = 0; t < n_tasks; ++t) {
+        // dynamic schedule: each thread takes the next tile
+        for (int t = next_task.fetch_add(1, std::memory_order_relaxed); t < n_tasks;
+             t = next_task.fetch_add(1, std::memory_order_relaxed)) {
             const int64_t* task = ws.tasks.data() + 5 * t;
             const int pair = static_cast<int>(task[0]);
             const int64_t i0 = task[1], i1 = task[2], j0 = task[3], j1 = task[4];
@@ -161,7 +148,7 @@ void run_tasks(const FrameProblem& p, Workspace& ws, const Box& box, const Binni
             }
         }
         for (int pair = 0; pair < p.n_pairs; ++pair) flush(pair);
-    }
+    });
 }
 
 template <typename T, class Box>

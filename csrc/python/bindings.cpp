@@ -10,9 +10,6 @@
 #include <string>
 #include <vector>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "fastrdf/box_setup.hpp"
 #include "fastrdf/cpu.hpp"
@@ -32,11 +29,7 @@ using namespace fastrdf;
 namespace {
 
 int max_threads() {
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
+    return cpu::hardware_threads();
 }
 
 // The per-worker CPU engine: owns reusable buffers, one call histograms one frame.
@@ -45,9 +38,6 @@ class CpuHistogrammer {
     explicit CpuHistogrammer(int n_threads, const std::string& isa) {
         if (n_threads < 0) throw std::invalid_argument("n_threads: must be >= 1 (or 0 for all cores)");
         n_threads_ = n_threads == 0 ? max_threads() : n_threads;
-#ifndef _OPENMP
-        n_threads_ = 1;
-#endif
         isa_ = isa.empty() ? cpu::default_variant() : isa;
         kernel_ = cpu::kernel_for(isa_);
         const auto ok = cpu::usable_variants();
@@ -158,11 +148,7 @@ PYBIND11_MODULE(_fastrdf_cpu, m) {
     m.def("default_variant", &cpu::default_variant);
     m.def("l2_cache_bytes", &cpu::l2_cache_bytes);
     m.def("max_threads", &max_threads);
-#ifdef _OPENMP
-    m.attr("openmp") = true;
-#else
-    m.attr("openmp") = false;
-#endif
+    m.attr("threads") = "fork-aware std::thread pool";
     m.attr("version") = FASTRDF_VERSION;
     m.attr("compiler") = FASTRDF_COMPILER;
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 #include <unistd.h>
@@ -18,6 +19,12 @@ std::vector<std::string> usable_variants();
 std::string default_variant();
 KernelFn kernel_for(const std::string& isa);
 std::size_t l2_cache_bytes();
+
+// CPUs this process may run on.
+int hardware_threads();
+// Runs fn(tid), tid = 0 .. n_threads - 1, on a fork-aware thread pool (tid 0 on the caller)
+// and returns when every call has returned.
+void parallel_run(int n_threads, const std::function<void(int)>& fn);
 
 // Move every position into the primary cell in float32 with the same arithmetic as
 // MDAnalysis's distance code (so that distances, and thus counts, agree with InterRDF).
