@@ -186,8 +186,9 @@ def test_gpu_double_matches_float64_brute_force(rng):
     out, _ = histogram("cuda", problem, "double")
     a, b = coords[:400], coords[400:]
     dims = BOXES["triclinic"]
-    np.testing.assert_array_equal(out[0], brute_force_counts(a, a, dims, edges, same=True,
-                                                             mdanalysis_path=False))
+    same = brute_force_counts(a, a, dims, edges, same=True, mdanalysis_path=False)
+    same[0] += len(a)  # each atom with itself at distance 0, as InterRDF counts g1 == g2
+    np.testing.assert_array_equal(out[0], same)
     np.testing.assert_array_equal(out[1], brute_force_counts(a, b, dims, edges,
                                                              mdanalysis_path=False))
 
@@ -304,3 +305,14 @@ def test_gpu_workers_through_dask(adk_water):
     serial = InterRDF(ow, ow, device="cpu").run(stop=4)
     par = InterRDF(ow, ow, device="cuda").run(stop=4, backend="dask", n_workers=2)
     np.testing.assert_array_equal(par.results.count_uint64, serial.results.count_uint64)
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=gpu)])
+def test_coordinates_far_outside_the_box_are_rejected(rng, device):
+    """The minimum-image rounding is exact within 2^20 box widths; beyond, a clear error."""
+    coords, offsets, pairs, edges, box, labels = make_problem(rng, "ortho", sizes=(20, 30),
+                                                              pairs=((0, 1),))
+    coords = coords.copy()
+    coords[3, 1] = 27.5 * 2.0**21
+    with pytest.raises(ValueError, match="2\\^20 box widths"):
+        histogram(device, (coords, offsets, pairs, edges, box, labels))

@@ -40,6 +40,7 @@ constexpr int kTileI = kThreads * kRows;
 constexpr int kMaxCopies = kThreads / 32;
 constexpr int kCopyBudgetWords = 12288; // sub-histograms up to 48 KB per block
 constexpr int kMaxSharedSweeps = 1;     // auto: more sweeps than this -> global kernel
+constexpr int kMaxBins = 4000000;       // bin coordinates < 2^22 (geometry.hpp's trunc_nonneg)
 
 std::string error_text(cudaError_t e) {
     return std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")";
@@ -148,10 +149,36 @@ __device__ __forceinline__ int pair_bin(const float4& a, const float4& b, const 
     return k;
 }
 
+// All pairs of this thread's i atoms with the j atoms in shared memory. Tri: same-species
+// task on the diagonal, only j > i counts. Padding i atoms are NaN: never in range.
+template <typename T, class Box, bool Labels, bool Global, bool Tri>
+__device__ __forceinline__ void tile_pairs(const float4 (&ai)[kRows], const int (&ii)[kRows],
+                                           const float4* jt, int jb, int nj, const Box& box,
+                                           const Binning<T>& bin, unsigned long long* out,
+                                           unsigned mult, uint32_t* mine, int lo, int w) {
+    constexpr bool kExact = std::is_same<T, double>::value;
+    for (int k = 0; k < nj; ++k) {
+        const float4 aj = jt[k];
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+            bool ok = true;
+            if (Tri) ok = jb + k > ii[r];
+            if (Labels) ok = ok && (__float_as_int(aj.w) != __float_as_int(ai[r].w));
+            if (!ok) continue;
+            const int b = pair_bin<T, Box, kExact>(ai[r], aj, box, bin);
+            if (Global) {
+                if (b >= 0) atomicAdd(out + b, static_cast<unsigned long long>(mult));
+            } else {
+                const unsigned rel = static_cast<unsigned>(b - lo);
+                if (b >= 0 && rel < static_cast<unsigned>(w)) atomicAdd(mine + rel, 1u);
+            }
+        }
+    }
+}
+
 template <typename T, class Box, bool Labels, bool Global>
 __global__ void __launch_bounds__(kThreads)
     histogram_kernel(const KernelArgs a, const Box box, const Binning<T> bin) {
-    constexpr bool kExact = std::is_same<T, double>::value;
     extern __shared__ __align__(16) unsigned char smem[];
     float4* jt = reinterpret_cast<float4*>(smem);
     uint32_t* hist = reinterpret_cast<uint32_t*>(jt + kThreads);
@@ -167,10 +194,11 @@ __global__ void __launch_bounds__(kThreads)
 
     float4 ai[kRows];
     int ii[kRows];
+    const float nan = __int_as_float(0x7fc00000);
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
         ii[r] = t.i0 + threadIdx.x + r * kThreads;
-        ai[r] = ii[r] < t.i1 ? a.atoms[ii[r]] : make_float4(0.f, 0.f, 0.f, 0.f);
+        ai[r] = ii[r] < t.i1 ? a.atoms[ii[r]] : make_float4(nan, nan, nan, 0.f);
     }
     const bool tri = t.flags & kTriangle;
 
@@ -180,23 +208,10 @@ __global__ void __launch_bounds__(kThreads)
         if (j < t.j1) jt[threadIdx.x] = a.atoms[j];
         __syncthreads();
         const int nj = min(kThreads, t.j1 - jb);
-        for (int k = 0; k < nj; ++k) {
-            const float4 aj = jt[k];
-            const int jidx = jb + k;
-#pragma unroll
-            for (int r = 0; r < kRows; ++r) {
-                bool ok = ii[r] < t.i1 && (!tri || jidx > ii[r]);
-                if (Labels) ok = ok && (__float_as_int(aj.w) != __float_as_int(ai[r].w));
-                if (!ok) continue;
-                const int b = pair_bin<T, Box, kExact>(ai[r], aj, box, bin);
-                if (Global) {
-                    if (b >= 0) atomicAdd(out + b, static_cast<unsigned long long>(mult));
-                } else {
-                    const unsigned rel = static_cast<unsigned>(b - lo);
-                    if (b >= 0 && rel < static_cast<unsigned>(w)) atomicAdd(mine + rel, 1u);
-                }
-            }
-        }
+        if (tri)
+            tile_pairs<T, Box, Labels, Global, true>(ai, ii, jt, jb, nj, box, bin, out, mult, mine, lo, w);
+        else
+            tile_pairs<T, Box, Labels, Global, false>(ai, ii, jt, jb, nj, box, bin, out, mult, mine, lo, w);
     }
     if (!Global) {
         __syncthreads();
@@ -436,6 +451,8 @@ struct Histogrammer::Impl {
         check(cudaSetDevice(device), "cudaSetDevice");
         if (n >= static_cast<std::size_t>(0x7fffffff))
             throw std::invalid_argument("coords: more than 2^31 - 1 atoms");
+        if (p.nbins > kMaxBins)
+            throw std::invalid_argument("nbins: the CUDA kernels take at most 4,000,000 bins");
         if (pending && (out_pairs != p.n_pairs || out_nbins != p.nbins))
             throw std::logic_error("synchronize() the counts of the previous problem first");
         const std::size_t out_len = static_cast<std::size_t>(p.n_pairs) * p.nbins;
@@ -465,15 +482,17 @@ struct Histogrammer::Impl {
         }
         float4* packed = reinterpret_cast<float4*>(host_slot[s].ptr);
         bool finite = true;
+        float max_abs = 0.f;
         for (std::size_t i = 0; i < n; ++i) {
             const float x = xyz[3 * i], y = xyz[3 * i + 1], z = xyz[3 * i + 2];
             finite &= std::isfinite(x) & std::isfinite(y) & std::isfinite(z);
+            max_abs = std::max({max_abs, std::fabs(x), std::fabs(y), std::fabs(z)});
             int32_t lab = p.labels ? p.labels[i] : 0;
             float w;
             std::memcpy(&w, &lab, sizeof(float));
             packed[i] = make_float4(x, y, z, w);
         }
-        if (!finite) throw std::invalid_argument("coordinates: a frame holds NaN or infinite positions");
+        check_coordinates(p, finite, max_abs);
         T* images = reinterpret_cast<T*>(host_slot[s].ptr + atom_bytes);
         for (int k = 0; k < 3 * p.n_images; ++k) images[k] = static_cast<T>(p.images[k]);
 

@@ -63,13 +63,15 @@ class CpuHistogrammer {
         y_.resize(n);
         z_.resize(n);
         bool finite = true;
+        float max_abs = 0.f;
         for (std::size_t i = 0; i < n; ++i) {
             x_[i] = xyz[3 * i];
             y_[i] = xyz[3 * i + 1];
             z_[i] = xyz[3 * i + 2];
             finite &= std::isfinite(x_[i]) & std::isfinite(y_[i]) & std::isfinite(z_[i]);
+            max_abs = std::max({max_abs, std::fabs(x_[i]), std::fabs(y_[i]), std::fabs(z_[i])});
         }
-        if (!finite) throw_not_finite();
+        check_coordinates(p, finite, max_abs);
         p.x = x_.data();
         p.y = y_.data();
         p.z = z_.data();

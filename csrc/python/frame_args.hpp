@@ -5,6 +5,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
@@ -88,6 +89,7 @@ inline void parse_frame(FrameArgs& a, const py::array& coords, const py::array& 
                 if (!(p.ortho[c] > 0.0) || !std::isfinite(p.ortho[c]))
                     throw std::invalid_argument("box: orthorhombic box lengths must be positive and finite");
             }
+            p.max_abs_coord = kMaxBoxMultiples * std::min({p.ortho[0], p.ortho[1], p.ortho[2]});
         } else {
             const TriclinicSetup s = setup_triclinic(m, p.edges[p.nbins]);
             for (int r = 0; r < 3; ++r)
@@ -96,16 +98,13 @@ inline void parse_frame(FrameArgs& a, const py::array& coords, const py::array& 
                     p.reciprocal[3 * r + c] = s.f[r][c];
                 }
             a.images = s.images;
+            p.max_abs_coord = kMaxBoxMultiples * std::min({s.width[0], s.width[1], s.width[2]});
             p.images = a.images.data();
             p.n_images = static_cast<int>(a.images.size() / 3);
         }
     } else if (box_kind != kNoBox) {
         throw std::invalid_argument("box_kind: must be 0 (none), 1 (orthorhombic), 2 (triclinic) or 3 (orthorhombic, MDAnalysis brute-force arithmetic)");
     }
-}
-
-[[noreturn]] inline void throw_not_finite() {
-    throw std::invalid_argument("coordinates: a frame holds NaN or infinite positions");
 }
 
 }  // namespace fastrdf

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <algorithm>
+#include <stdexcept>
 #include <vector>
 
 #include "fastrdf/geometry.hpp"
@@ -35,6 +36,8 @@ struct FrameProblem {
     const double* images = nullptr;   // triclinic extra images (3 * n_images)
     int n_images = 0;
 
+    double max_abs_coord = 1e300;     // largest |coordinate| the box maths is exact for
+
     bool double_precision = false;
     int n_threads = 1;
     std::size_t l2_bytes = 1 << 20;
@@ -52,6 +55,16 @@ struct Workspace {
     std::vector<float> images_f;
 };
 
+
+// Every engine's coordinate copy ends with this: all finite, and within kMaxBoxMultiples box
+// widths of the origin (wrapped trajectories are far inside; this guards nint's range).
+inline void check_coordinates(const FrameProblem& p, bool finite, double max_abs) {
+    if (!finite) throw std::invalid_argument("coordinates: a frame holds NaN or infinite positions");
+    if (max_abs > p.max_abs_coord)
+        throw std::invalid_argument(
+            "coordinates: a position lies more than 2^20 box widths from the origin; wrap the "
+            "coordinates into the box (e.g. with a transformation) first");
+}
 
 // ---- What every engine builds the same way from a FrameProblem (the maths lives once) ----
 
