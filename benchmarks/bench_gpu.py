@@ -124,8 +124,10 @@ def section_kernel(rng, args, results):
     sizes_gpu = [1_000_000] + ([4_000_000] if args.big else [])
     bins_list = args.bins or [1000, 10_000, 40_000, 100_000]
     for box_name, (dims, rmax) in BOXES.items():
+        if args.boxes and box_name not in args.boxes:
+            continue
         # CPU reference, same machine, smaller N (all-pairs throughput is size independent)
-        ncpu = 100_000
+        ncpu = 100_000 if not args.no_cpu else 1000
         a, out = problem(rng, (ncpu, ncpu), [(0, 1)], 10_000, rmax, dims)
         t = time_frames(Engine("cpu", "single"), a, 1, out)
         cpu_bapps = ncpu * ncpu / t / 1e9
@@ -244,6 +246,8 @@ def main(argv=None):
     p.add_argument("--full", action="store_true", help="with --big: every bin count")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--bins", type=int, nargs="*", help="kernel section: bin counts to run")
+    p.add_argument("--boxes", nargs="*", help=f"kernel section: boxes to run ({', '.join(BOXES)})")
+    p.add_argument("--no-cpu", action="store_true", help="kernel section: skip the CPU reference")
     p.add_argument("--json", help="write every figure to this file")
     args = p.parse_args(argv)
     unknown = [s for s in args.sections if s not in SECTIONS]

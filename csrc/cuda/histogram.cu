@@ -35,7 +35,10 @@ namespace gpu {
 namespace {
 
 constexpr int kThreads = 256;           // threads per block
-constexpr int kRows = 2;                // i atoms per thread (register blocking)
+#ifndef FASTRDF_CUDA_ROWS
+#define FASTRDF_CUDA_ROWS 2
+#endif
+constexpr int kRows = FASTRDF_CUDA_ROWS;  // i atoms per thread (register blocking)
 constexpr int kTileI = kThreads * kRows;
 constexpr int kMaxCopies = kThreads / 32;
 constexpr int kCopyBudgetWords = 12288; // sub-histograms up to 48 KB per block
