@@ -141,7 +141,8 @@ def section_kernel(rng, args, results):
                 if n > 1_000_000 and nbins != 10_000 and not args.full:
                     continue
                 a, out = problem(rng, (n, n), [(0, 1)], nbins, rmax, dims)
-                eng = Engine("cuda", "single")
+                eng = Engine("cuda", "single", kernel=args.kernel,
+                             max_window_bins=args.max_window_bins)
                 t = time_frames(eng, a, args.repeat if n <= 1_000_000 else 1, out)
                 bapps = n * n / t / 1e9
                 launch = eng.last_launch
@@ -248,6 +249,9 @@ def main(argv=None):
     p.add_argument("--bins", type=int, nargs="*", help="kernel section: bin counts to run")
     p.add_argument("--boxes", nargs="*", help=f"kernel section: boxes to run ({', '.join(BOXES)})")
     p.add_argument("--no-cpu", action="store_true", help="kernel section: skip the CPU reference")
+    p.add_argument("--kernel", default="auto", help="kernel section: auto, shared or global")
+    p.add_argument("--max-window-bins", type=int, default=0,
+                   help="kernel section: cap on the bins of one shared-memory sweep")
     p.add_argument("--json", help="write every figure to this file")
     args = p.parse_args(argv)
     unknown = [s for s in args.sections if s not in SECTIONS]
