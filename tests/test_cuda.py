@@ -199,7 +199,8 @@ def test_gpu_double_matches_float64_brute_force(rng):
         ("shared", 1000, 97, ("shared", 11)),      # many sweeps over narrow windows
         ("shared", 5, 0, ("shared", 1)),           # few bins: many sub-histograms
         ("global", 1000, 0, ("global", 1)),
-        ("auto", 200_000, 0, ("global", 1)),       # wider than shared memory
+        ("auto", 100_000, 0, ("shared", None)),    # wider than shared memory: sweeps
+        ("auto", 400_000, 0, ("global", 1)),       # much wider: 64-bit global atomics
         ("shared", 200_000, 0, ("shared", None)),  # ... forced through sweeps
     ],
 )

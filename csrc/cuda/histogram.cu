@@ -42,7 +42,8 @@ constexpr int kRows = FASTRDF_CUDA_ROWS;  // i atoms per thread (register blocki
 constexpr int kTileI = kThreads * kRows;
 constexpr int kMaxCopies = kThreads / 32;
 constexpr int kCopyBudgetWords = 12288; // sub-histograms up to 48 KB per block
-constexpr int kMaxSharedSweeps = 1;     // auto: more sweeps than this -> global kernel
+constexpr int kMaxSharedSweeps = 4;     // auto: more sweeps than this -> global kernel (measured,
+                                        // benchmarks/NOTES.md: 4 shared sweeps beat 64-bit atomics)
 constexpr int kMaxBins = 4000000;       // bin coordinates < 2^22 (geometry.hpp's trunc_nonneg)
 
 std::string error_text(cudaError_t e) {
