@@ -238,6 +238,10 @@ class Engine:
         device's shared memory.
     max_window_bins : int
         Caps the bins of one shared-memory sweep (0: as many as fit); for tests.
+    exact_sqrt : bool
+        Single precision on the GPU with the IEEE square root for every pair, instead of the
+        hardware's approximate root with an exact correction near bin edges (the default;
+        the same histogram, faster). For tests and benchmarks.
 
     Notes
     -----
@@ -246,7 +250,7 @@ class Engine:
     """
 
     def __init__(self, device="auto", precision="single", n_threads=None, *, kernel="auto",
-                 max_window_bins=0):
+                 max_window_bins=0, exact_sqrt=False):
         self.device = validate_device(device)
         self.precision = validate_precision(precision)
         self.n_threads = validate_n_threads(n_threads)
@@ -254,6 +258,7 @@ class Engine:
             raise ValueError(f"kernel must be 'auto', 'shared' or 'global', got {kernel!r}")
         self.kernel = kernel
         self.max_window_bins = int(max_window_bins)
+        self.exact_sqrt = bool(exact_sqrt)
         self.device_used = None  # 'cpu' or 'cuda:N' once the first frame ran
         self._impl = None
 
@@ -288,7 +293,7 @@ class Engine:
         n = m.device_count()
         if index >= n:
             raise ValueError(f"device={self.device!r}: there is no CUDA device {index} (found {n})")
-        return m.CudaHistogrammer(index, self.kernel, self.max_window_bins)
+        return m.CudaHistogrammer(index, self.kernel, self.max_window_bins, self.exact_sqrt)
 
     def accumulate(self, coords, offsets, pairs, edges, box: Box, labels, out):
         """Add the histograms of all ``pairs`` of this frame to ``out`` (uint64).
@@ -310,7 +315,8 @@ class Engine:
 
     @property
     def last_launch(self):
-        """How the last frame ran on the GPU (kernel, sweeps, window, copies, tasks), or None."""
+        """How the last frame ran on the GPU (kernel, sweeps, window, copies, tasks, rule), or
+        None."""
         return getattr(self._impl, "last_launch", None)
 
 

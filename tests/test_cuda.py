@@ -174,6 +174,7 @@ def test_gpu_matches_cpu(rng, box_name, precision, labels):
     out, eng = histogram("cuda", problem, precision)
     assert eng.device_used == "cuda:0"
     assert eng.last_launch["kernel"] == "shared"
+    assert eng.last_launch["rule"] == ("fast" if precision == "single" else "exact")
     assert out.sum() > 0
     np.testing.assert_array_equal(out, ref)
 
@@ -317,3 +318,27 @@ def test_coordinates_far_outside_the_box_are_rejected(rng, device):
     coords[3, 1] = 27.5 * 2.0**21
     with pytest.raises(ValueError, match="2\\^20 box widths"):
         histogram(device, (coords, offsets, pairs, edges, box, labels))
+
+
+@pytest.mark.parametrize("nbins", [7, 300, 20_000])
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_fast_rule_on_bin_edges(rng, nbins):
+    """Pairs placed exactly on (float32) bin edges and one float step either side: the fast
+    rule (approximate root, threshold correction) bins them as the IEEE root does."""
+    edges = reference_edges(nbins, (0.5, 20.0))
+    e32 = edges.astype(np.float32)
+    xs = np.concatenate([e32, np.nextafter(e32, np.float32(0)), np.nextafter(e32, np.float32(99))])
+    xs = rng.permutation(xs)
+    coords = np.zeros((1 + len(xs), 3), np.float32)
+    coords[1:, 0] = xs
+    coords[1:, 1] = rng.choice([0.0, 1e-3], len(xs)).astype(np.float32)
+    offsets = np.array([0, 1, len(coords)], np.int64)
+    pairs = np.array([[0, 1], [1, 1]], np.int32)
+    problem = (coords, offsets, pairs, edges, Box(NO_BOX), None)
+    ref, _ = histogram("cpu", problem)
+    fast, eng = histogram("cuda", problem)
+    exact, eng_exact = histogram("cuda", problem, exact_sqrt=True)
+    assert eng.last_launch["rule"] == "fast" and eng_exact.last_launch["rule"] == "exact"
+    np.testing.assert_array_equal(exact, ref)
+    np.testing.assert_array_equal(fast, ref)

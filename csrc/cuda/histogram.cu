@@ -138,29 +138,62 @@ struct KernelArgs {
     int copies;  // sub-histograms per block (shared kernel)
 };
 
-// The bin of pair (a, b), or -1 when it is out of range: the CPU kernel's arithmetic.
-template <typename T, class Box, bool Exact>
-__device__ __forceinline__ int pair_bin(const float4& a, const float4& b, const Box& box,
-                                        const Binning<T>& bin) {
-    const T dx = static_cast<T>(b.x - a.x);
-    const T dy = static_cast<T>(b.y - a.y);
-    const T dz = static_cast<T>(b.z - a.z);
-    const T r = sqrt(box.dist2(dx, dy, dz));
-    if (!bin.in_range(r)) return -1;
-    const T f = bin.coordinate(r);
-    int k = bin.fast_bin_of(f);
-    if (Exact && bin.near_edge(f, k)) k = bin.exact_bin(r);
-    return k;
-}
+// Bin rules: the bin of a squared distance, or -1 when it is out of range.
+
+// The CPU kernel's arithmetic: IEEE square root, numpy's correction near edges in double.
+template <typename T>
+struct ExactRule {
+    Binning<T> bin;
+    __device__ __forceinline__ int operator()(T r2) const {
+        constexpr bool kExact = std::is_same<T, double>::value;
+        const T r = sqrt(r2);
+        if (!bin.in_range(r)) return -1;
+        const T f = bin.coordinate(r);
+        int k = bin.fast_bin_of(f);
+        if (kExact && bin.near_edge(f, k)) k = bin.exact_bin(r);
+        return k;
+    }
+};
+
+// The same bins in float without the IEEE square root. The host lists, for the float bin
+// function k(r2) = min(trunc((sqrt(r2) - rmin) * norm), nbins - 1) of the CPU kernel (which
+// never decreases with r2), the smallest r2 of every bin (t2[k]) and the in-range limits.
+// The kernel takes the hardware's approximate square root; a pair whose approximate bin
+// coordinate lies farther than `delta` (a bound on the approximation's error) from an integer
+// is in the same bin as with the exact root; the few others are settled by one comparison
+// with t2. Same histogram as ExactRule<float>, bit for bit.
+struct FastRule {
+    float lo2, hi2;    // r2 in range iff lo2 <= r2 <= hi2
+    float rmin, norm;  // as in Binning<float>
+    float delta;       // > |approximate - exact bin coordinate|
+    int nbins;
+    const float* t2;   // nbins + 1: t2[0] = 0, t2[k] = smallest r2 of bin k, t2[nbins] = inf
+    __device__ __forceinline__ int operator()(float r2) const {
+        if (!(r2 >= lo2 && r2 <= hi2)) return -1;  // NaN (padding) is out too
+        float r;
+        asm("sqrt.approx.f32 %0, %1;" : "=f"(r) : "f"(r2));
+        const float f = (r - rmin) * norm;
+        const float t = f + 12582912.0f;  // 1.5 * 2^23: rounds f to an integer
+        const float fr = t - 12582912.0f;
+        int k = __float_as_int(t) - 0x4B400000;  // that integer
+        const float d = f - fr;
+        if (fabsf(d) < delta) {
+            k = min(max(k, 0), nbins);
+            k = r2 >= __ldg(t2 + k) ? k : k - 1;
+        } else {
+            k = d < 0.f ? k - 1 : k;
+        }
+        return min(k, nbins - 1);
+    }
+};
 
 // All pairs of this thread's i atoms with the j atoms in shared memory. Tri: same-species
 // task on the diagonal, only j > i counts. Padding i atoms are NaN: never in range.
-template <typename T, class Box, bool Labels, bool Global, bool Tri>
+template <typename T, class Box, class Rule, bool Labels, bool Global, bool Tri>
 __device__ __forceinline__ void tile_pairs(const float4 (&ai)[kRows], const int (&ii)[kRows],
                                            const float4* jt, int jb, int nj, const Box& box,
-                                           const Binning<T>& bin, unsigned long long* out,
+                                           const Rule& rule, unsigned long long* out,
                                            unsigned mult, uint32_t* mine, int lo, int w) {
-    constexpr bool kExact = std::is_same<T, double>::value;
     for (int k = 0; k < nj; ++k) {
         const float4 aj = jt[k];
 #pragma unroll
@@ -169,7 +202,9 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[kRows], const int 
             if (Tri) ok = jb + k > ii[r];
             if (Labels) ok = ok && (__float_as_int(aj.w) != __float_as_int(ai[r].w));
             if (!ok) continue;
-            const int b = pair_bin<T, Box, kExact>(ai[r], aj, box, bin);
+            const int b = rule(box.dist2(static_cast<T>(aj.x - ai[r].x),
+                                         static_cast<T>(aj.y - ai[r].y),
+                                         static_cast<T>(aj.z - ai[r].z)));
             if (Global) {
                 if (b >= 0) atomicAdd(out + b, static_cast<unsigned long long>(mult));
             } else {
@@ -180,9 +215,9 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[kRows], const int 
     }
 }
 
-template <typename T, class Box, bool Labels, bool Global>
+template <typename T, class Box, class Rule, bool Labels, bool Global>
 __global__ void __launch_bounds__(kThreads)
-    histogram_kernel(const KernelArgs a, const Box box, const Binning<T> bin) {
+    histogram_kernel(const KernelArgs a, const Box box, const Rule rule) {
     extern __shared__ __align__(16) unsigned char smem[];
     float4* jt = reinterpret_cast<float4*>(smem);
     uint32_t* hist = reinterpret_cast<uint32_t*>(jt + kThreads);
@@ -213,9 +248,11 @@ __global__ void __launch_bounds__(kThreads)
         __syncthreads();
         const int nj = min(kThreads, t.j1 - jb);
         if (tri)
-            tile_pairs<T, Box, Labels, Global, true>(ai, ii, jt, jb, nj, box, bin, out, mult, mine, lo, w);
+            tile_pairs<T, Box, Rule, Labels, Global, true>(ai, ii, jt, jb, nj, box, rule, out, mult,
+                                                           mine, lo, w);
         else
-            tile_pairs<T, Box, Labels, Global, false>(ai, ii, jt, jb, nj, box, bin, out, mult, mine, lo, w);
+            tile_pairs<T, Box, Rule, Labels, Global, false>(ai, ii, jt, jb, nj, box, rule, out, mult,
+                                                            mine, lo, w);
     }
     if (!Global) {
         __syncthreads();
@@ -279,6 +316,7 @@ struct Histogrammer::Impl {
     int device = 0;
     KernelChoice choice = KernelChoice::kAuto;
     int max_window_bins = 0;
+    bool exact_only = false;  // never use FastRule
     DeviceInfo info;
     cudaStream_t compute = nullptr, copy = nullptr;
     cudaEvent_t copy_done[2] = {nullptr, nullptr}, kernel_done[2] = {nullptr, nullptr};
@@ -300,7 +338,8 @@ struct Histogrammer::Impl {
     bool pending = false;
     LaunchInfo launch;
 
-    Impl(int dev, KernelChoice k, int mw) : device(dev), choice(k), max_window_bins(mw) {
+    Impl(int dev, KernelChoice k, int mw, bool exact)
+        : device(dev), choice(k), max_window_bins(mw), exact_only(exact) {
         std::string why;
         const int n = device_count(&why);
         if (n == 0) throw CudaError("no usable CUDA device: " + why);
@@ -411,6 +450,62 @@ struct Histogrammer::Impl {
         task_nbins = p.nbins;
     }
 
+    // FastRule for the current edges (built with them); usable when its error bound is small.
+    FastRule fast_rule{};
+    bool fast_ok = false;
+    DeviceArray<float> dev_t2;
+
+    bool use_fast_rule(const FrameProblem&) const { return fast_ok && !exact_only; }
+
+    void build_fast_rule(const FrameProblem& p) {
+        std::vector<float> ef(p.edges, p.edges + p.nbins + 1);
+        const Binning<float> bin = make_binning<float>(p, ef.data());
+        const int nb = p.nbins;
+        // the CPU kernel's float bin of r2, and whether r2 is in range
+        auto bin_of = [&](float r2) { return bin.fast_bin(std::sqrt(r2)); };
+        auto bits = [](float x) { uint32_t u; std::memcpy(&u, &x, 4); return u; };
+        auto flt = [](uint32_t u) { float x; std::memcpy(&x, &u, 4); return x; };
+        // smallest non-negative float satisfying a predicate that never turns false again
+        auto first = [&](auto pred) -> uint32_t {
+            uint32_t lo = 0, hi = 0x7f800000u;  // +inf
+            if (pred(flt(lo))) return lo;
+            while (hi - lo > 1) {
+                const uint32_t mid = lo + (hi - lo) / 2;
+                (pred(flt(mid)) ? hi : lo) = mid;
+            }
+            return hi;
+        };
+        const uint32_t lo_u = first([&](float r2) { return std::sqrt(r2) >= bin.rmin; });
+        const uint32_t above_u = first([&](float r2) { return std::sqrt(r2) > bin.rmax; });
+        fast_ok = above_u > lo_u;  // some r2 in range
+        std::vector<float> t2(nb + 1);
+        t2[0] = 0.f;
+        t2[nb] = INFINITY;
+        for (int k = 1; k < nb && fast_ok; ++k) {
+            const uint32_t u = first([&](float r2) {
+                return bits(r2) >= above_u || (bits(r2) >= lo_u && bin_of(r2) >= k);
+            });
+            t2[k] = u >= above_u ? INFINITY : flt(u);
+        }
+        // error bound of the approximate coordinate: sqrt.approx.f32 is within 2^-22 relative
+        // (PTX ISA); take 2^-21, plus a few ulp of the coordinate itself
+        const double e = double(bin.norm) * double(bin.rmax) * std::ldexp(1.0, -21) +
+                         double(nb) * std::ldexp(1.0, -20);
+        fast_rule.lo2 = flt(lo_u);
+        fast_rule.hi2 = flt(above_u - 1);
+        fast_rule.rmin = bin.rmin;
+        fast_rule.norm = bin.norm;
+        fast_rule.delta = static_cast<float>(2.0 * e);
+        fast_rule.nbins = nb;
+        fast_ok = fast_ok && 2.0 * e < 0.25;
+        if (fast_ok) {
+            dev_t2.reserve(t2.size(), "the bin thresholds");
+            check(cudaMemcpy(dev_t2.ptr, t2.data(), t2.size() * sizeof(float), cudaMemcpyHostToDevice),
+                  "cudaMemcpy(thresholds)");
+            fast_rule.t2 = dev_t2.ptr;
+        }
+    }
+
     void upload_edges(const FrameProblem& p) {
         if (edges.size() == static_cast<std::size_t>(p.nbins + 1) &&
             std::equal(edges.begin(), edges.end(), p.edges))
@@ -425,10 +520,11 @@ struct Histogrammer::Impl {
               "cudaMemcpy(edges)");
         check(cudaMemcpy(dev_edges_f.ptr, ef.data(), ef.size() * sizeof(float), cudaMemcpyHostToDevice),
               "cudaMemcpy(edges)");
+        build_fast_rule(p);
     }
 
-    template <typename T, class Box>
-    void launch_box(const KernelArgs& a, const Box& box, const Binning<T>& bin, bool labels) {
+    template <typename T, class Box, class Rule>
+    void launch_box(const KernelArgs& a, const Box& box, const Rule& rule, bool labels) {
         const bool global = launch.kernel == "global";
         const std::size_t smem = kThreads * sizeof(float4) +
                                  (global ? 0 : std::size_t(launch.copies) * launch.window * 4);
@@ -438,15 +534,15 @@ struct Histogrammer::Impl {
                 check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            static_cast<int>(smem)),
                       "cudaFuncSetAttribute");
-            kernel<<<grid, kThreads, smem, compute>>>(a, box, bin);
+            kernel<<<grid, kThreads, smem, compute>>>(a, box, rule);
             check(cudaGetLastError(), "the histogram kernel launch");
         };
         if (global) {
-            if (labels) go(histogram_kernel<T, Box, true, true>);
-            else go(histogram_kernel<T, Box, false, true>);
+            if (labels) go(histogram_kernel<T, Box, Rule, true, true>);
+            else go(histogram_kernel<T, Box, Rule, false, true>);
         } else {
-            if (labels) go(histogram_kernel<T, Box, true, false>);
-            else go(histogram_kernel<T, Box, false, false>);
+            if (labels) go(histogram_kernel<T, Box, Rule, true, false>);
+            else go(histogram_kernel<T, Box, Rule, false, false>);
         }
     }
 
@@ -518,8 +614,18 @@ struct Histogrammer::Impl {
                                  : reinterpret_cast<const T*>(dev_edges_f.ptr);
         const T* dev_images = reinterpret_cast<const T*>(dev_slot[s].ptr + atom_bytes);
         const Binning<T> bin = make_binning<T>(p, dev_edges);
-        if (n_tasks > 0)
-            with_box<T>(p, dev_images, [&](const auto& box) { launch_box<T>(a, box, bin, p.labels != nullptr); });
+        const bool labels = p.labels != nullptr;
+        launch.rule = "exact";
+        if (n_tasks > 0) {
+            if (std::is_same<T, float>::value && use_fast_rule(p)) {
+                launch.rule = "fast";
+                const FastRule rule = fast_rule;
+                with_box<T>(p, dev_images, [&](const auto& box) { launch_box<T>(a, box, rule, labels); });
+            } else {
+                const ExactRule<T> rule{bin};
+                with_box<T>(p, dev_images, [&](const auto& box) { launch_box<T>(a, box, rule, labels); });
+            }
+        }
         check(cudaEventRecord(kernel_done[s], compute), "cudaEventRecord");
         pending = true;
 
@@ -543,8 +649,8 @@ struct Histogrammer::Impl {
     }
 };
 
-Histogrammer::Histogrammer(int device, KernelChoice kernel, int max_window_bins)
-    : impl_(new Impl(device, kernel, max_window_bins)) {}
+Histogrammer::Histogrammer(int device, KernelChoice kernel, int max_window_bins, bool exact_sqrt)
+    : impl_(new Impl(device, kernel, max_window_bins, exact_sqrt)) {}
 Histogrammer::~Histogrammer() = default;
 
 void Histogrammer::accumulate(const FrameProblem& p, const float* xyz, std::size_t n_atoms,

@@ -31,8 +31,8 @@ gpu::KernelChoice parse_kernel(const std::string& k) {
 // into the `out` array of the last accumulate (kept alive here until then).
 class CudaHistogrammer {
    public:
-    CudaHistogrammer(int device, const std::string& kernel, int max_window_bins)
-        : h_(device, parse_kernel(kernel), max_window_bins) {}
+    CudaHistogrammer(int device, const std::string& kernel, int max_window_bins, bool exact_sqrt)
+        : h_(device, parse_kernel(kernel), max_window_bins, exact_sqrt) {}
 
     void accumulate(py::array coords, py::array offsets, py::array pairs, py::array edges,
                     int box_kind, py::object box, py::object labels, py::array out,
@@ -68,6 +68,7 @@ class CudaHistogrammer {
         d["copies"] = l.copies;
         d["tasks"] = l.tasks;
         d["threads"] = l.threads;
+        d["rule"] = l.rule;
         return d;
     }
 
@@ -106,8 +107,9 @@ PYBIND11_MODULE(_fastrdf_cuda, m) {
     py::register_exception<gpu::CudaError>(m, "CudaError", PyExc_RuntimeError);
     py::register_exception<gpu::OutOfMemory>(m, "CudaOutOfMemoryError", PyExc_MemoryError);
     py::class_<CudaHistogrammer>(m, "CudaHistogrammer")
-        .def(py::init<int, const std::string&, int>(), py::arg("device") = 0,
-             py::arg("kernel") = "auto", py::arg("max_window_bins") = 0)
+        .def(py::init<int, const std::string&, int, bool>(), py::arg("device") = 0,
+             py::arg("kernel") = "auto", py::arg("max_window_bins") = 0,
+             py::arg("exact_sqrt") = false)
         .def("accumulate", &CudaHistogrammer::accumulate, py::arg("coords"), py::arg("offsets"),
              py::arg("pairs"), py::arg("edges"), py::arg("box_kind"), py::arg("box"),
              py::arg("labels"), py::arg("out"), py::arg("double_precision"))

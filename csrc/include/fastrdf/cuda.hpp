@@ -51,14 +51,16 @@ struct LaunchInfo {
     int copies = 0;      // sub-histograms per block
     long long tasks = 0; // blocks per sweep
     int threads = 0;
+    std::string rule;    // "fast" (approximate root, exact bins) or "exact" (IEEE root)
 };
 
 // One device's persistent engine: device buffers, pinned host buffers, streams and events are
 // made once and reused; counts stay uint64 on the device until synchronize().
 class Histogrammer {
    public:
-    // max_window_bins > 0 caps the bins of one shared-memory window (forces several sweeps).
-    Histogrammer(int device, KernelChoice kernel, int max_window_bins);
+    // max_window_bins > 0 caps the bins of one shared-memory window (forces several sweeps);
+    // exact_sqrt: single precision with the IEEE square root instead of the fast rule.
+    Histogrammer(int device, KernelChoice kernel, int max_window_bins, bool exact_sqrt);
     ~Histogrammer();
     Histogrammer(const Histogrammer&) = delete;
     Histogrammer& operator=(const Histogrammer&) = delete;
