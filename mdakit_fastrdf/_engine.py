@@ -239,9 +239,10 @@ class Engine:
     max_window_bins : int
         Caps the bins of one shared-memory sweep (0: as many as fit); for tests.
     exact_sqrt : bool
-        Single precision on the GPU with the IEEE square root for every pair, instead of the
-        hardware's approximate root with an exact correction near bin edges (the default;
-        the same histogram, faster). For tests and benchmarks.
+        Single precision on the GPU with the IEEE square root for every pair (default), or
+        (``False``) the hardware's approximate root with an exact correction of the pairs
+        near a bin edge. Both give the same histogram; the approximate root was slower on an
+        H200 (benchmarks/NOTES.md), so it is kept for experiments only.
 
     Notes
     -----
@@ -250,7 +251,7 @@ class Engine:
     """
 
     def __init__(self, device="auto", precision="single", n_threads=None, *, kernel="auto",
-                 max_window_bins=0, exact_sqrt=False):
+                 max_window_bins=0, exact_sqrt=True):
         self.device = validate_device(device)
         self.precision = validate_precision(precision)
         self.n_threads = validate_n_threads(n_threads)

@@ -24,14 +24,15 @@ def main():
     for box_name in BOXES:
         for precision in ("single", "double"):
             for labels in (False, True):
-                for kernel, max_window in (("shared", 0), ("shared", 37), ("global", 0)):
+                for kernel, max_window, exact in (("shared", 0, True), ("shared", 37, True),
+                                                  ("global", 0, True), ("shared", 0, False)):
                     problem = make_problem(rng, box_name, sizes=(150, 170, 61), nbins=100,
                                            labels=labels)
                     ref, _ = histogram("cpu", problem, precision)
                     out, eng = histogram("cuda", problem, precision, frames=2, kernel=kernel,
-                                         max_window_bins=max_window)
+                                         max_window_bins=max_window, exact_sqrt=exact)
                     assert np.array_equal(out, 2 * ref), (
-                        box_name, precision, labels, kernel, max_window)
+                        box_name, precision, labels, kernel, max_window, exact)
                     n_cases += 1
     print(f"sanitize_cuda: {n_cases} kernel runs agree with the CPU kernel")
 

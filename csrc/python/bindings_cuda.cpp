@@ -109,7 +109,7 @@ PYBIND11_MODULE(_fastrdf_cuda, m) {
     py::class_<CudaHistogrammer>(m, "CudaHistogrammer")
         .def(py::init<int, const std::string&, int, bool>(), py::arg("device") = 0,
              py::arg("kernel") = "auto", py::arg("max_window_bins") = 0,
-             py::arg("exact_sqrt") = false)
+             py::arg("exact_sqrt") = true)
         .def("accumulate", &CudaHistogrammer::accumulate, py::arg("coords"), py::arg("offsets"),
              py::arg("pairs"), py::arg("edges"), py::arg("box_kind"), py::arg("box"),
              py::arg("labels"), py::arg("out"), py::arg("double_precision"))
