@@ -155,6 +155,31 @@ struct ExactRule {
     }
 };
 
+// The CPU kernel's float bins, branch-free. The range test is taken on r2 against limits the
+// host derived from the float bin function (r2 in range iff sqrtf(r2) is), and the IEEE square
+// root is written out as the compiler's own sequence for normal inputs (one MUFU.RSQ, two
+// multiplications, two FMAs: correctly rounded for r2 >= 2^-101), without its branch to the
+// slow path for tiny, huge and special inputs: huge r2 are out of range, and an r2 below
+// 2^-100 in range lies in bin 0 either way (norm < 2^40 is checked on the host).
+struct FloatRule {
+    float lo2, hi2;  // r2 in range iff lo2 <= r2 <= hi2
+    float rmin, norm;
+    int last;        // nbins - 1
+    __device__ __forceinline__ int operator()(float r2) const {
+        const bool in = (r2 >= lo2) & (r2 <= hi2);
+        float y;
+        asm("rsqrt.approx.f32 %0, %1;" : "=f"(y) : "f"(r2));
+        float r = __fmul_rn(r2, y);
+        const float h = __fmul_rn(y, 0.5f);
+        const float e = __fmaf_rn(-r, r, r2);
+        r = __fmaf_rn(e, h, r);
+        r = r2 < 0x1p-100f ? rmin : r;
+        const float f = __fmul_rn(__fadd_rn(r, -rmin), norm);
+        const int k = min(trunc_nonneg(f), last);
+        return in ? k : -1;
+    }
+};
+
 // The same bins in float without the IEEE square root. The host lists, for the float bin
 // function k(r2) = min(trunc((sqrt(r2) - rmin) * norm), nbins - 1) of the CPU kernel (which
 // never decreases with r2), the smallest r2 of every bin (t2[k]) and the in-range limits.
@@ -189,7 +214,7 @@ struct FastRule {
 
 // All pairs of this thread's i atoms with the j atoms in shared memory. Tri: same-species
 // task on the diagonal, only j > i counts. Padding i atoms are NaN: never in range.
-template <typename T, class Box, class Rule, bool Labels, bool Global, bool Tri>
+template <typename T, class Box, class Rule, bool Labels, bool Global, bool Windowed, bool Tri>
 __device__ __forceinline__ void tile_pairs(const float4 (&ai)[kRows], const int (&ii)[kRows],
                                            const float4* jt, int jb, int nj, const Box& box,
                                            const Rule& rule, unsigned long long* out,
@@ -207,15 +232,17 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[kRows], const int 
                                          static_cast<T>(aj.z - ai[r].z)));
             if (Global) {
                 if (b >= 0) atomicAdd(out + b, static_cast<unsigned long long>(mult));
-            } else {
+            } else if (Windowed) {
                 const unsigned rel = static_cast<unsigned>(b - lo);
                 if (b >= 0 && rel < static_cast<unsigned>(w)) atomicAdd(mine + rel, 1u);
+            } else {
+                if (b >= 0) atomicAdd(mine + b, 1u);
             }
         }
     }
 }
 
-template <typename T, class Box, class Rule, bool Labels, bool Global>
+template <typename T, class Box, class Rule, bool Labels, bool Global, bool Windowed>
 __global__ void __launch_bounds__(kThreads)
     histogram_kernel(const KernelArgs a, const Box box, const Rule rule) {
     extern __shared__ __align__(16) unsigned char smem[];
@@ -248,11 +275,11 @@ __global__ void __launch_bounds__(kThreads)
         __syncthreads();
         const int nj = min(kThreads, t.j1 - jb);
         if (tri)
-            tile_pairs<T, Box, Rule, Labels, Global, true>(ai, ii, jt, jb, nj, box, rule, out, mult,
-                                                           mine, lo, w);
+            tile_pairs<T, Box, Rule, Labels, Global, Windowed, true>(ai, ii, jt, jb, nj, box, rule,
+                                                                     out, mult, mine, lo, w);
         else
-            tile_pairs<T, Box, Rule, Labels, Global, false>(ai, ii, jt, jb, nj, box, rule, out, mult,
-                                                            mine, lo, w);
+            tile_pairs<T, Box, Rule, Labels, Global, Windowed, false>(ai, ii, jt, jb, nj, box, rule,
+                                                                      out, mult, mine, lo, w);
     }
     if (!Global) {
         __syncthreads();
@@ -453,6 +480,8 @@ struct Histogrammer::Impl {
     // FastRule for the current edges (built with them); usable when its error bound is small.
     FastRule fast_rule{};
     bool fast_ok = false;
+    FloatRule float_rule{};  // the default single-precision rule (exact, branch-free)
+    bool float_ok = false;
     DeviceArray<float> dev_t2;
 
     bool use_fast_rule(const FrameProblem&) const { return fast_ok && !exact_only; }
@@ -478,6 +507,16 @@ struct Histogrammer::Impl {
         const uint32_t lo_u = first([&](float r2) { return std::sqrt(r2) >= bin.rmin; });
         const uint32_t above_u = first([&](float r2) { return std::sqrt(r2) > bin.rmax; });
         fast_ok = above_u > lo_u;  // some r2 in range
+        float_rule.lo2 = flt(lo_u);
+        float_rule.hi2 = above_u > lo_u ? flt(above_u - 1) : -1.0f;  // none: nothing in range
+        float_rule.rmin = bin.rmin;
+        float_rule.norm = bin.norm;
+        float_rule.last = nb - 1;
+        float_ok = bin.norm < 1e12f;
+        if (exact_only) {
+            fast_ok = false;
+            return;
+        }
         std::vector<float> t2(nb + 1);
         t2[0] = 0.f;
         t2[nb] = INFINITY;
@@ -538,11 +577,14 @@ struct Histogrammer::Impl {
             check(cudaGetLastError(), "the histogram kernel launch");
         };
         if (global) {
-            if (labels) go(histogram_kernel<T, Box, Rule, true, true>);
-            else go(histogram_kernel<T, Box, Rule, false, true>);
+            if (labels) go(histogram_kernel<T, Box, Rule, true, true, false>);
+            else go(histogram_kernel<T, Box, Rule, false, true, false>);
+        } else if (launch.sweeps > 1) {
+            if (labels) go(histogram_kernel<T, Box, Rule, true, false, true>);
+            else go(histogram_kernel<T, Box, Rule, false, false, true>);
         } else {
-            if (labels) go(histogram_kernel<T, Box, Rule, true, false>);
-            else go(histogram_kernel<T, Box, Rule, false, false>);
+            if (labels) go(histogram_kernel<T, Box, Rule, true, false, false>);
+            else go(histogram_kernel<T, Box, Rule, false, false, false>);
         }
     }
 
@@ -620,6 +662,9 @@ struct Histogrammer::Impl {
             if (std::is_same<T, float>::value && use_fast_rule(p)) {
                 launch.rule = "fast";
                 const FastRule rule = fast_rule;
+                with_box<T>(p, dev_images, [&](const auto& box) { launch_box<T>(a, box, rule, labels); });
+            } else if (std::is_same<T, float>::value && float_ok) {
+                const FloatRule rule = float_rule;
                 with_box<T>(p, dev_images, [&](const auto& box) { launch_box<T>(a, box, rule, labels); });
             } else {
                 const ExactRule<T> rule{bin};
