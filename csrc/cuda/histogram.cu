@@ -58,31 +58,34 @@ void check(cudaError_t e, const char* what) {
     throw CudaError(msg);
 }
 
-// Device allocation that grows and never shrinks; a failed allocation says how much was
-// asked for and how much the device has.
-template <typename T>
-struct DeviceArray {
+// An allocation in device memory (Pinned = false) or page-locked host memory (Pinned = true)
+// that grows and never shrinks; a failed device allocation says how much was asked for and
+// how much the device has.
+template <typename T, bool Pinned>
+struct Buffer {
     T* ptr = nullptr;
     std::size_t n = 0;
-    DeviceArray() = default;
-    DeviceArray(const DeviceArray&) = delete;
-    DeviceArray& operator=(const DeviceArray&) = delete;
-    ~DeviceArray() {
-        if (ptr) cudaFree(ptr);
+    Buffer() = default;
+    Buffer(const Buffer&) = delete;
+    Buffer& operator=(const Buffer&) = delete;
+    ~Buffer() { release(); }
+    void release() {
+        if (ptr) Pinned ? cudaFreeHost(ptr) : cudaFree(ptr);
+        ptr = nullptr;
+        n = 0;
     }
     // Returns true when (re)allocated (the contents are then undefined).
     bool reserve(std::size_t m, const char* what) {
         if (m <= n && ptr) return false;
-        if (ptr) cudaFree(ptr);
-        ptr = nullptr;
-        n = 0;
+        release();
         const std::size_t bytes = std::max<std::size_t>(m, 1) * sizeof(T);
-        const cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&ptr), bytes);
+        void* p = nullptr;
+        const cudaError_t e = Pinned ? cudaMallocHost(&p, bytes) : cudaMalloc(&p, bytes);
         if (e != cudaSuccess) {
             (void)cudaGetLastError();
+            if (Pinned) check(e, what);
             std::size_t free_b = 0, total_b = 0;
             cudaMemGetInfo(&free_b, &total_b);
-            ptr = nullptr;
             const std::string msg =
                 std::string("CUDA device out of memory: could not allocate ") +
                 std::to_string(bytes >> 20) + " MiB for " + what + " (" +
@@ -92,35 +95,15 @@ struct DeviceArray {
             if (e == cudaErrorMemoryAllocation) throw OutOfMemory(msg);
             throw CudaError(msg);
         }
+        ptr = static_cast<T*>(p);
         n = std::max<std::size_t>(m, 1);
         return true;
     }
 };
-
 template <typename T>
-struct PinnedArray {
-    T* ptr = nullptr;
-    std::size_t n = 0;
-    PinnedArray() = default;
-    PinnedArray(const PinnedArray&) = delete;
-    PinnedArray& operator=(const PinnedArray&) = delete;
-    ~PinnedArray() {
-        if (ptr) cudaFreeHost(ptr);
-    }
-    void reserve(std::size_t m, const char* what) {
-        if (m <= n && ptr) return;
-        if (ptr) cudaFreeHost(ptr);
-        ptr = nullptr;
-        n = 0;
-        const cudaError_t e = cudaMallocHost(reinterpret_cast<void**>(&ptr),
-                                             std::max<std::size_t>(m, 1) * sizeof(T));
-        if (e != cudaSuccess) {
-            ptr = nullptr;
-            check(e, what);
-        }
-        n = std::max<std::size_t>(m, 1);
-    }
-};
+using DeviceArray = Buffer<T, false>;
+template <typename T>
+using PinnedArray = Buffer<T, true>;
 
 // One block's work: pairs (i, j) with i in [i0, i1) and j in [j0, j1) of one species pair.
 struct Task {
@@ -356,7 +339,8 @@ struct Histogrammer::Impl {
     PinnedArray<unsigned long long> host_out;
     DeviceArray<double> dev_edges_d;
     DeviceArray<float> dev_edges_f;
-    std::vector<double> edges;  // what dev_edges_* hold
+    std::vector<double> edges;   // what dev_edges_* hold
+    std::vector<float> edges_f;  // the same in float (host)
     DeviceArray<Task> dev_tasks;
     std::vector<int64_t> task_offsets, task_pairs;  // what dev_tasks was built for
     int task_nbins = -1;
@@ -484,11 +468,10 @@ struct Histogrammer::Impl {
     bool float_ok = false;
     DeviceArray<float> dev_t2;
 
-    bool use_fast_rule(const FrameProblem&) const { return fast_ok && !exact_only; }
+    bool use_fast_rule() const { return fast_ok && !exact_only; }
 
     void build_fast_rule(const FrameProblem& p) {
-        std::vector<float> ef(p.edges, p.edges + p.nbins + 1);
-        const Binning<float> bin = make_binning<float>(p, ef.data());
+        const Binning<float> bin = make_binning<float>(p, edges_f.data());
         const int nb = p.nbins;
         // the CPU kernel's float bin of r2, and whether r2 is in range
         auto bin_of = [&](float r2) { return bin.fast_bin(std::sqrt(r2)); };
@@ -551,13 +534,14 @@ struct Histogrammer::Impl {
             return;
         check(cudaStreamSynchronize(compute), "cudaStreamSynchronize");
         edges.assign(p.edges, p.edges + p.nbins + 1);
-        std::vector<float> ef(edges.begin(), edges.end());
+        edges_f.assign(edges.begin(), edges.end());
         dev_edges_d.reserve(edges.size(), "the bin edges");
         dev_edges_f.reserve(edges.size(), "the bin edges");
         check(cudaMemcpy(dev_edges_d.ptr, edges.data(), edges.size() * sizeof(double),
                          cudaMemcpyHostToDevice),
               "cudaMemcpy(edges)");
-        check(cudaMemcpy(dev_edges_f.ptr, ef.data(), ef.size() * sizeof(float), cudaMemcpyHostToDevice),
+        check(cudaMemcpy(dev_edges_f.ptr, edges_f.data(), edges_f.size() * sizeof(float),
+                         cudaMemcpyHostToDevice),
               "cudaMemcpy(edges)");
         build_fast_rule(p);
     }
@@ -659,7 +643,7 @@ struct Histogrammer::Impl {
         const bool labels = p.labels != nullptr;
         launch.rule = "exact";
         if (n_tasks > 0) {
-            if (std::is_same<T, float>::value && use_fast_rule(p)) {
+            if (std::is_same<T, float>::value && use_fast_rule()) {
                 launch.rule = "fast";
                 const FastRule rule = fast_rule;
                 with_box<T>(p, dev_images, [&](const auto& box) { launch_box<T>(a, box, rule, labels); });
@@ -675,8 +659,10 @@ struct Histogrammer::Impl {
         pending = true;
 
         // self pairs, on the host (host edges: the same values as the device's)
-        std::vector<T> edges_t(edges.begin(), edges.end());
-        add_self_pairs(p, make_binning<T>(p, edges_t.data()), host_out);
+        const T* host_edges = std::is_same<T, double>::value
+                                  ? reinterpret_cast<const T*>(edges.data())
+                                  : reinterpret_cast<const T*>(edges_f.data());
+        add_self_pairs(p, make_binning<T>(p, host_edges), host_out);
     }
 
     void synchronize(uint64_t* out) {
