@@ -22,6 +22,7 @@ from ._engine import (
     available_cpus,
     prepare_box,
     validate_device,
+    validate_method,
     validate_n_threads,
     validate_precision,
     wrap_positions,
@@ -117,6 +118,13 @@ class InterRDF(AnalysisBase):
     n_threads : int, optional
         Keyword only. CPU threads per process (default: all cores, divided among the workers
         of a parallel run).
+    method : {'auto', 'allpairs', 'cells'}, optional
+        Keyword only. How the pairs within ``rmax`` are found: ``'allpairs'`` computes every
+        pair's distance; ``'cells'`` sorts the atoms into a cell list and only looks at pairs
+        in neighbouring cells, so the cost grows as N instead of N² when ``rmax`` is well
+        below the box size. Both give the same counts (the distances are computed by the
+        same arithmetic). ``'auto'`` (default) estimates the work of both for each frame and
+        takes the cheaper one. Cell lists run on the CPU.
     verbose : bool, optional
         Show detailed progress of the calculation if set to ``True``.
 
@@ -199,6 +207,7 @@ class InterRDF(AnalysisBase):
         device="auto",
         precision="single",
         n_threads=None,
+        method="auto",
         **kwargs,
     ):
         _check_atomgroup(g1, "g1")
@@ -239,6 +248,7 @@ class InterRDF(AnalysisBase):
         self.device = validate_device(device)
         self.precision = validate_precision(precision)
         self.n_threads = validate_n_threads(n_threads)
+        self.method = validate_method(method)
         self._worker_threads = self.n_threads
         self._engine = None
 
@@ -320,7 +330,7 @@ class InterRDF(AnalysisBase):
         self._labels = self._make_labels(same)
         self._buf = np.empty((len(self._ix), 3), dtype=np.float32)
         self._n1, self._n2 = n1, n2
-        self._engine = Engine(self.device, self.precision, self._worker_threads)
+        self._engine = Engine(self.device, self.precision, self._worker_threads, method=self.method)
 
     def _make_labels(self, same):
         """Per-atom integer labels: pairs with equal labels are excluded (or None)."""
