@@ -104,14 +104,14 @@ CellPlan plan_cells(const FrameProblem& p, int k) {
     } else {
         const double reach = rmax + 1e-5 * scale + 1e-6;
         double side = reach / pl.k;
-        double n[3];
-        for (int d = 0; d < 3; ++d) n[d] = std::floor((hi[d] - lo[d]) / side) + 1.0;
-        const double total = n[0] * n[1] * n[2];
-        if (total > max_cells) side *= std::cbrt(total / max_cells) * 1.0001;
+        auto cells_along = [&](int d) { return std::floor((hi[d] - lo[d]) / side) + 1.0; };
+        // Sparse systems: grow the cells until the grid is no larger than max_cells.
+        for (int it = 0; it < 200 && cells_along(0) * cells_along(1) * cells_along(2) > max_cells; ++it)
+            side *= 1.1;
         for (int d = 0; d < 3; ++d) {
             pl.lo[d] = lo[d];
             pl.side[d] = side;
-            pl.n[d] = static_cast<int>(std::min(std::floor((hi[d] - lo[d]) / side) + 1.0, 1e6));
+            pl.n[d] = static_cast<int>(std::min(cells_along(d), 1e6));
         }
     }
 
