@@ -20,9 +20,9 @@ from mdakit_fastrdf._engine import Engine, prepare_box  # noqa: E402
 NO_BOX, ORTHO, TRICLINIC, ORTHO_SCALED = 0, 1, 2, 3
 
 
-def _hist(method, coords, offsets, pairs, edges, kind, box, labels=None, double=False, k=2,
+def _hist(method, coords, offsets, pairs, edges, kind, box, labels=None, double=False, k=2, order="rowmajor",
           n_threads=2):
-    h = K.CpuHistogrammer(n_threads, "", method, k)
+    h = K.CpuHistogrammer(n_threads, "", method, k, order)
     pairs = np.ascontiguousarray(pairs, dtype=np.int32).reshape(-1, 2)
     out = np.zeros((len(pairs), len(edges) - 1), dtype=np.uint64)
     h.accumulate(np.ascontiguousarray(coords, dtype=np.float32), np.asarray(offsets, np.int64),
@@ -75,10 +75,11 @@ def test_cells_identical_to_allpairs_random(seed):
     box = _box(kind, dims)
     for double in (False, True):
         ref, _ = _hist("allpairs", coords, offsets, pairs, edges, kind, box, labels, double)
-        for k in (1, 2, 3):
-            got, h = _hist("cells", coords, offsets, pairs, edges, kind, box, labels, double, k)
+        for k, order in ((1, "rowmajor"), (2, "rowmajor"), (3, "rowmajor"), (2, "morton"),
+                         (1, "hilbert"), (3, "hilbert")):
+            got, h = _hist("cells", coords, offsets, pairs, edges, kind, box, labels, double, k, order)
             assert h.last_method == "cells"
-            np.testing.assert_array_equal(got, ref, err_msg=f"k={k} double={double} kind={kind}")
+            np.testing.assert_array_equal(got, ref, err_msg=f"k={k} {order} double={double} kind={kind}")
 
 
 @pytest.mark.parametrize("kind", [NO_BOX, ORTHO, TRICLINIC])
@@ -185,6 +186,8 @@ def test_method_validated():
         K.CpuHistogrammer(1, "", "grid", 2)
     with pytest.raises(ValueError, match="cell_k"):
         K.CpuHistogrammer(1, "", "cells", 0)
+    with pytest.raises(ValueError, match="cell_order"):
+        K.CpuHistogrammer(1, "", "cells", 2, "peano")
     with pytest.raises(ValueError, match="method"):
         Engine("cpu", method="neighbours")
     u = mda.Universe(*datafile("GRO"))

@@ -55,15 +55,54 @@ void append_runs(const std::vector<int>& v, std::vector<int32_t>& out) {
     }
 }
 
+// Hilbert index of (x, y) on a 2^m x 2^m grid (the classic rotate-and-flip walk).
+int64_t hilbert_index(int64_t side, int64_t x, int64_t y) {
+    int64_t d = 0;
+    for (int64_t s = side / 2; s > 0; s /= 2) {
+        const int64_t rx = (x & s) > 0, ry = (y & s) > 0;
+        d += s * s * ((3 * rx) ^ ry);
+        if (ry == 0) {
+            if (rx == 1) {
+                x = side - 1 - x;
+                y = side - 1 - y;
+            }
+            std::swap(x, y);
+        }
+    }
+    return d;
+}
+
+int64_t morton_index(int64_t x, int64_t y) {
+    int64_t d = 0;
+    for (int b = 0; b < 31; ++b) d |= ((x >> b) & 1) << (2 * b + 1) | ((y >> b) & 1) << (2 * b);
+    return d;
+}
+
 }  // namespace
 
-CellPlan plan_cells(const FrameProblem& p, int k) {
-    CellPlan pl;
-    pl.k = std::max(1, k);
-    const int64_t n_atoms = p.offsets[p.n_species];
-    const double rmax = p.edges[p.nbins];
-    pl.atoms = static_cast<double>(n_atoms);
+std::vector<int32_t> column_ranks(int n0, int n1, int order) {
+    const int64_t n = static_cast<int64_t>(n0) * n1;
+    std::vector<int32_t> rank(n);
+    if (order == kOrderRowMajor) {
+        for (int64_t c = 0; c < n; ++c) rank[c] = static_cast<int32_t>(c);
+        return rank;
+    }
+    int64_t side = 1;
+    while (side < std::max(n0, n1)) side *= 2;
+    std::vector<std::pair<int64_t, int32_t>> key(n);
+    for (int c0 = 0; c0 < n0; ++c0)
+        for (int c1 = 0; c1 < n1; ++c1) {
+            const int64_t c = static_cast<int64_t>(c0) * n1 + c1;
+            key[c] = {order == kOrderMorton ? morton_index(c0, c1) : hilbert_index(side, c0, c1),
+                      static_cast<int32_t>(c)};
+        }
+    std::sort(key.begin(), key.end());
+    for (int64_t r = 0; r < n; ++r) rank[key[r].second] = static_cast<int32_t>(r);
+    return rank;
+}
 
+CellPlan plan_cells(const FrameProblem& p, int k, int order) {
+    const int64_t n_atoms = p.offsets[p.n_species];
     double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
     if (n_atoms > 0) {
         const float* c[3] = {p.x, p.y, p.z};
@@ -73,6 +112,17 @@ CellPlan plan_cells(const FrameProblem& p, int k) {
             hi[d] = *mm.second;
         }
     }
+    return plan_cells(p, k, order, lo, hi);
+}
+
+CellPlan plan_cells(const FrameProblem& p, int k, int order, const double lo[3], const double hi[3]) {
+    CellPlan pl;
+    pl.k = std::max(1, k);
+    pl.order = order;
+    const int64_t n_atoms = p.offsets[p.n_species];
+    const double rmax = p.edges[p.nbins];
+    pl.atoms = static_cast<double>(n_atoms);
+
     double scale = rmax;
     for (int d = 0; d < 3; ++d) scale = std::max({scale, std::fabs(lo[d]), std::fabs(hi[d])});
 
@@ -149,6 +199,10 @@ bool cells_pay(const CellPlan& pl) {
 void build_cells(const FrameProblem& p, const CellPlan& pl, CellGrid& g) {
     g.k = pl.k;
     g.periodic = pl.periodic;
+    if (g.order != pl.order || static_cast<int64_t>(g.rank.size()) != static_cast<int64_t>(pl.n[0]) * pl.n[1] ||
+        g.n[0] != pl.n[0] || g.n[1] != pl.n[1])
+        g.rank = column_ranks(pl.n[0], pl.n[1], pl.order);
+    g.order = pl.order;
     for (int d = 0; d < 3; ++d) g.n[d] = pl.n[d];
     g.n_cells = static_cast<int64_t>(g.n[0]) * g.n[1] * g.n[2];
     const int64_t n_atoms = p.offsets[p.n_species];
@@ -174,7 +228,7 @@ void build_cells(const FrameProblem& p, const CellPlan& pl, CellGrid& g) {
                 c[d] = std::min(g.n[d] - 1, static_cast<int>(s * g.n[d]));
                 c[d] = std::max(c[d], 0);
             }
-            g.cell_of[i] = (static_cast<int64_t>(c[0]) * n1 + c[1]) * n2 + c[2];
+            g.cell_of[i] = static_cast<int64_t>(g.rank[c[0] * n1 + c[1]]) * n2 + c[2];
         }
     } else {
         for (int64_t i = 0; i < n_atoms; ++i) {
@@ -184,7 +238,7 @@ void build_cells(const FrameProblem& p, const CellPlan& pl, CellGrid& g) {
                 c[d] = static_cast<int>((r[d] - pl.lo[d]) / pl.side[d]);
                 c[d] = std::min(std::max(c[d], 0), g.n[d] - 1);
             }
-            g.cell_of[i] = (static_cast<int64_t>(c[0]) * n1 + c[1]) * n2 + c[2];
+            g.cell_of[i] = static_cast<int64_t>(g.rank[c[0] * n1 + c[1]]) * n2 + c[2];
         }
     }
 
@@ -211,18 +265,25 @@ void build_cells(const FrameProblem& p, const CellPlan& pl, CellGrid& g) {
         }
     }
 
-    // Neighbour columns.
+    // Neighbour columns, by rank, for the columns in rank order.
+    const int64_t n_cols = static_cast<int64_t>(n0) * n1;
+    std::vector<int32_t> col_of_rank(n_cols);
+    for (int64_t c = 0; c < n_cols; ++c) col_of_rank[g.rank[c]] = static_cast<int32_t>(c);
     g.col_start.assign(1, 0);
     g.col_nbr.clear();
     std::vector<std::vector<int>> nb0(n0), nb1(n1);
     for (int c = 0; c < n0; ++c) nb0[c] = axis_neighbours(c, n0, g.k, g.periodic);
     for (int c = 0; c < n1; ++c) nb1[c] = axis_neighbours(c, n1, g.k, g.periodic);
-    for (int c0 = 0; c0 < n0; ++c0)
-        for (int c1 = 0; c1 < n1; ++c1) {
-            for (int d0 : nb0[c0])
-                for (int d1 : nb1[c1]) g.col_nbr.push_back(d0 * n1 + d1);  // ascending
-            g.col_start.push_back(static_cast<int32_t>(g.col_nbr.size()));
-        }
+    std::vector<int32_t> list;
+    for (int64_t r = 0; r < n_cols; ++r) {
+        const int c0 = col_of_rank[r] / n1, c1 = col_of_rank[r] % n1;
+        list.clear();
+        for (int d0 : nb0[c0])
+            for (int d1 : nb1[c1]) list.push_back(g.rank[d0 * n1 + d1]);
+        std::sort(list.begin(), list.end());
+        g.col_nbr.insert(g.col_nbr.end(), list.begin(), list.end());
+        g.col_start.push_back(static_cast<int32_t>(g.col_nbr.size()));
+    }
 
     // Strips along axis 2.
     g.full_start.assign(1, 0);

@@ -297,7 +297,7 @@ void histogram_frame(const FrameProblem& p, Workspace& ws) {
     ws.used_cells = false;
     if (p.n_pairs == 0 || p.nbins <= 0) return;
     if (p.method != kMethodAllPairs) {
-        const CellPlan plan = plan_cells(p, p.cell_k);
+        const CellPlan plan = plan_cells(p, p.cell_k, p.cell_order);
         ws.plan = plan;
         if (p.method == kMethodCells || cells_pay(plan)) {
             build_cells(p, plan, ws.grid);

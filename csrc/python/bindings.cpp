@@ -35,7 +35,12 @@ int max_threads() {
 // The per-worker CPU engine: owns reusable buffers, one call histograms one frame.
 class CpuHistogrammer {
    public:
-    CpuHistogrammer(int n_threads, const std::string& isa, const std::string& method, int cell_k) {
+    CpuHistogrammer(int n_threads, const std::string& isa, const std::string& method, int cell_k,
+                    const std::string& cell_order) {
+        if (cell_order == "rowmajor") order_ = kOrderRowMajor;
+        else if (cell_order == "morton") order_ = kOrderMorton;
+        else if (cell_order == "hilbert") order_ = kOrderHilbert;
+        else throw std::invalid_argument("cell_order: must be 'rowmajor', 'morton' or 'hilbert'");
         if (method == "auto") method_ = kMethodAuto;
         else if (method == "allpairs") method_ = kMethodAllPairs;
         else if (method == "cells") method_ = kMethodCells;
@@ -86,6 +91,7 @@ class CpuHistogrammer {
         p.l2_bytes = l2_;
         p.method = method_;
         p.cell_k = cell_k_;
+        p.cell_order = order_;
         {
             py::gil_scoped_release release;
             kernel_(p, ws_);
@@ -111,6 +117,7 @@ class CpuHistogrammer {
     int n_threads_ = 1;
     int method_ = kMethodAuto;
     int cell_k_ = 2;
+    int order_ = kOrderRowMajor;
     std::string isa_;
     cpu::KernelFn kernel_ = nullptr;
     std::size_t l2_ = 1 << 20;
@@ -159,8 +166,9 @@ py::dict triclinic_setup(py::array box, double rmax) {
 PYBIND11_MODULE(_fastrdf_cpu, m) {
     m.doc() = "CPU pair-distance histogram kernels of mdakit_fastrdf";
     py::class_<CpuHistogrammer>(m, "CpuHistogrammer")
-        .def(py::init<int, const std::string&, const std::string&, int>(), py::arg("n_threads") = 0,
-             py::arg("isa") = "", py::arg("method") = "auto", py::arg("cell_k") = 2)
+        .def(py::init<int, const std::string&, const std::string&, int, const std::string&>(),
+             py::arg("n_threads") = 0, py::arg("isa") = "", py::arg("method") = "auto",
+             py::arg("cell_k") = 2, py::arg("cell_order") = "rowmajor")
         .def("accumulate", &CpuHistogrammer::accumulate, py::arg("coords"), py::arg("offsets"),
              py::arg("pairs"), py::arg("edges"), py::arg("box_kind"), py::arg("box"),
              py::arg("labels"), py::arg("out"), py::arg("double_precision"))

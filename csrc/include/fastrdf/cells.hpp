@@ -17,6 +17,11 @@
 // a cell are contiguous in memory: one "strip" (two when it wraps round a periodic edge) is one
 // row of the kernel, so an atom meets its neighbours in (2k + 1)^2 rows, not (2k + 1)^3.
 //
+// Column order. The columns (cells of axes 0 and 1) are laid out in memory, and taken by the
+// threads, in one of three orders: row-major, Morton (Z-order) or Hilbert. Space-filling
+// curves keep neighbouring columns close in memory (../shared/papers/004_*); within a column
+// axis 2 stays contiguous, so the strips survive any column order.
+//
 // Each atom pair is visited once. For a species with itself: the neighbour columns (axes 0, 1)
 // of column C with index > C are visited in full; in C itself only the cells after the atom's
 // own along axis 2 ("after" strips), and within the own cell the atoms after it. The neighbour
@@ -31,11 +36,18 @@ namespace fastrdf {
 
 struct FrameProblem;
 
+enum CellOrder : int { kOrderRowMajor = 0, kOrderMorton = 1, kOrderHilbert = 2 };
+
+// Rank of every column (c0 * n1 + c1) in the given order: a permutation of 0 .. n0 * n1 - 1.
+std::vector<int32_t> column_ranks(int n0, int n1, int order);
+
 struct CellGrid {
     int n[3] = {1, 1, 1};  // cells along each axis (axis 2 fastest)
     int k = 1;             // cells per r_max: neighbours are up to k cells away
     bool periodic = false;
-    int64_t n_cells = 1;
+    int order = kOrderRowMajor;
+    int64_t n_cells = 1;   // cell (c0, c1, c2) is number rank[c0 * n1 + c1] * n2 + c2
+    std::vector<int32_t> rank;
 
     // start[s * (n_cells + 1) + c]: first (absolute, sorted) index of species s in cell c.
     std::vector<int64_t> start;
@@ -43,7 +55,7 @@ struct CellGrid {
     std::vector<float> x, y, z;
     std::vector<int32_t> labels;
 
-    // Neighbour columns of every column (col = i0 * n[1] + i1), deduplicated, ascending; CSR.
+    // Neighbour columns (by rank) of every column (by rank), deduplicated, ascending; CSR.
     std::vector<int32_t> col_start, col_nbr;
     // For every cell index along axis 2, the inclusive ranges [lo, hi] of neighbour cells
     // (deduplicated, ascending, merged): all of them ("full") and those after it ("after").
@@ -59,6 +71,7 @@ struct CellGrid {
 struct CellPlan {
     int n[3] = {1, 1, 1};
     int k = 1;
+    int order = kOrderRowMajor;
     bool periodic = false;
     double lo[3] = {0, 0, 0};    // no box: lower corner of the grid
     double side[3] = {1, 1, 1};  // no box: cell sides
@@ -68,8 +81,10 @@ struct CellPlan {
     double atoms = 0;            // atoms to sort into cells
 };
 
-// Plans a grid with k cells per r_max for the frame p (coordinates in p.x/p.y/p.z).
-CellPlan plan_cells(const FrameProblem& p, int k);
+// Plans a grid with k cells per r_max for the frame p whose coordinates span [lo, hi] per axis.
+CellPlan plan_cells(const FrameProblem& p, int k, int order, const double lo[3], const double hi[3]);
+// The same, with the bounds taken from p.x, p.y, p.z.
+CellPlan plan_cells(const FrameProblem& p, int k, int order);
 
 // True when the cell kernel is expected to be faster than the all-pairs kernel.
 bool cells_pay(const CellPlan& plan);

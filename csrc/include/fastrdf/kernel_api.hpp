@@ -45,6 +45,7 @@ struct FrameProblem {
 
     int method = kMethodAuto;
     int cell_k = 2;                   // cells per r_max (cell side r_max / cell_k)
+    int cell_order = kOrderRowMajor;  // CellOrder of the columns
 
     bool double_precision = false;
     int n_threads = 1;
