@@ -30,6 +30,10 @@ _METHODS = ("auto", "allpairs", "cells")
 # transfer overheads outweigh the kernel; see docs/performance.rst for the measurement).
 AUTO_GPU_MIN_PAIRS = 1_000_000
 
+# Cell side rmax / k of the cell lists on each device (measured, benchmarks/NOTES.md).
+CPU_CELLS_PER_CUTOFF = 2
+GPU_CELLS_PER_CUTOFF = 1
+
 
 def _cpu_module():
     from . import _fastrdf_cpu
@@ -253,8 +257,12 @@ class Engine:
         How the pairs are found: every pair of the two species, or only those of
         neighbouring cells of a cell list (O(N) at fixed ``rmax`` and density; the same
         counts). ``'auto'`` estimates the work of both from the frame and takes the cheaper.
-    cells_per_cutoff : int
-        Cell side ``rmax / cells_per_cutoff`` of the cell lists (1 to 8; 2 measured best).
+    cells_per_cutoff : int or None
+        Cell side ``rmax / cells_per_cutoff`` of the cell lists (1 to 8). None: the side that
+        measured fastest on the device (:data:`CPU_CELLS_PER_CUTOFF`,
+        :data:`GPU_CELLS_PER_CUTOFF`).
+    cell_order : {'rowmajor', 'morton', 'hilbert'}
+        Order of the cell columns in memory (for measurements; see benchmarks/NOTES.md).
     exact_sqrt : bool
         Single precision on the GPU with the IEEE square root for every pair (default), or
         (``False``) the hardware's approximate root with an exact correction of the pairs
@@ -268,13 +276,18 @@ class Engine:
     """
 
     def __init__(self, device="auto", precision="single", n_threads=None, *, kernel="auto",
-                 max_window_bins=0, exact_sqrt=True, method="auto", cells_per_cutoff=2):
+                 max_window_bins=0, exact_sqrt=True, method="auto", cells_per_cutoff=None,
+                 cell_order="rowmajor"):
         self.device = validate_device(device)
         self.method = validate_method(method)
-        if (isinstance(cells_per_cutoff, bool) or not isinstance(cells_per_cutoff, numbers.Integral)
+        if cells_per_cutoff is not None and (
+                isinstance(cells_per_cutoff, bool) or not isinstance(cells_per_cutoff, numbers.Integral)
                 or not 1 <= cells_per_cutoff <= 8):
-            raise ValueError(f"cells_per_cutoff must be an integer from 1 to 8, got {cells_per_cutoff!r}")
-        self.cells_per_cutoff = int(cells_per_cutoff)
+            raise ValueError(f"cells_per_cutoff must be an integer from 1 to 8 or None, got {cells_per_cutoff!r}")
+        self.cells_per_cutoff = None if cells_per_cutoff is None else int(cells_per_cutoff)
+        if cell_order not in ("rowmajor", "morton", "hilbert"):
+            raise ValueError(f"cell_order must be 'rowmajor', 'morton' or 'hilbert', got {cell_order!r}")
+        self.cell_order = cell_order
         self.precision = validate_precision(precision)
         self.n_threads = validate_n_threads(n_threads)
         if kernel not in ("auto", "shared", "global"):
@@ -311,13 +324,16 @@ class Engine:
         self.device_used = self._resolve(offsets, pairs)
         if self.device_used == "cpu":
             return _cpu_module().CpuHistogrammer(self.n_threads or 0, "", self.method,
-                                                 self.cells_per_cutoff)
+                                                 self.cells_per_cutoff or CPU_CELLS_PER_CUTOFF,
+                                                 self.cell_order)
         index = int(self.device_used.split(":")[1])
         m = _cuda_init()
         n = m.device_count()
         if index >= n:
             raise ValueError(f"device={self.device!r}: there is no CUDA device {index} (found {n})")
-        return m.CudaHistogrammer(index, self.kernel, self.max_window_bins, self.exact_sqrt)
+        return m.CudaHistogrammer(index, self.kernel, self.max_window_bins, self.exact_sqrt,
+                                  self.method, self.cells_per_cutoff or GPU_CELLS_PER_CUTOFF,
+                                  self.cell_order)
 
     def accumulate(self, coords, offsets, pairs, edges, box: Box, labels, out):
         """Add the histograms of all ``pairs`` of this frame to ``out`` (uint64).

@@ -101,6 +101,28 @@ std::vector<int32_t> column_ranks(int n0, int n1, int order) {
     return rank;
 }
 
+void column_neighbours(int n0, int n1, int k, bool periodic, const std::vector<int32_t>& rank,
+                       std::vector<int32_t>& start, std::vector<int32_t>& nbr) {
+    const int64_t n_cols = static_cast<int64_t>(n0) * n1;
+    std::vector<int32_t> col_of_rank(n_cols);
+    for (int64_t c = 0; c < n_cols; ++c) col_of_rank[rank[c]] = static_cast<int32_t>(c);
+    start.assign(1, 0);
+    nbr.clear();
+    std::vector<std::vector<int>> nb0(n0), nb1(n1);
+    for (int c = 0; c < n0; ++c) nb0[c] = axis_neighbours(c, n0, k, periodic);
+    for (int c = 0; c < n1; ++c) nb1[c] = axis_neighbours(c, n1, k, periodic);
+    std::vector<int32_t> list;
+    for (int64_t r = 0; r < n_cols; ++r) {
+        const int c0 = col_of_rank[r] / n1, c1 = col_of_rank[r] % n1;
+        list.clear();
+        for (int d0 : nb0[c0])
+            for (int d1 : nb1[c1]) list.push_back(rank[d0 * n1 + d1]);
+        std::sort(list.begin(), list.end());
+        nbr.insert(nbr.end(), list.begin(), list.end());
+        start.push_back(static_cast<int32_t>(nbr.size()));
+    }
+}
+
 CellPlan plan_cells(const FrameProblem& p, int k, int order) {
     const int64_t n_atoms = p.offsets[p.n_species];
     double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
@@ -265,25 +287,7 @@ void build_cells(const FrameProblem& p, const CellPlan& pl, CellGrid& g) {
         }
     }
 
-    // Neighbour columns, by rank, for the columns in rank order.
-    const int64_t n_cols = static_cast<int64_t>(n0) * n1;
-    std::vector<int32_t> col_of_rank(n_cols);
-    for (int64_t c = 0; c < n_cols; ++c) col_of_rank[g.rank[c]] = static_cast<int32_t>(c);
-    g.col_start.assign(1, 0);
-    g.col_nbr.clear();
-    std::vector<std::vector<int>> nb0(n0), nb1(n1);
-    for (int c = 0; c < n0; ++c) nb0[c] = axis_neighbours(c, n0, g.k, g.periodic);
-    for (int c = 0; c < n1; ++c) nb1[c] = axis_neighbours(c, n1, g.k, g.periodic);
-    std::vector<int32_t> list;
-    for (int64_t r = 0; r < n_cols; ++r) {
-        const int c0 = col_of_rank[r] / n1, c1 = col_of_rank[r] % n1;
-        list.clear();
-        for (int d0 : nb0[c0])
-            for (int d1 : nb1[c1]) list.push_back(g.rank[d0 * n1 + d1]);
-        std::sort(list.begin(), list.end());
-        g.col_nbr.insert(g.col_nbr.end(), list.begin(), list.end());
-        g.col_start.push_back(static_cast<int32_t>(g.col_nbr.size()));
-    }
+    column_neighbours(n0, n1, g.k, g.periodic, g.rank, g.col_start, g.col_nbr);
 
     // Strips along axis 2.
     g.full_start.assign(1, 0);

@@ -41,6 +41,11 @@ enum CellOrder : int { kOrderRowMajor = 0, kOrderMorton = 1, kOrderHilbert = 2 }
 // Rank of every column (c0 * n1 + c1) in the given order: a permutation of 0 .. n0 * n1 - 1.
 std::vector<int32_t> column_ranks(int n0, int n1, int order);
 
+// Neighbour columns (by rank, deduplicated, ascending) of every column in rank order, as CSR:
+// those of rank r are nbr[start[r] .. start[r + 1]).
+void column_neighbours(int n0, int n1, int k, bool periodic, const std::vector<int32_t>& rank,
+                       std::vector<int32_t>& start, std::vector<int32_t>& nbr);
+
 struct CellGrid {
     int n[3] = {1, 1, 1};  // cells along each axis (axis 2 fastest)
     int k = 1;             // cells per r_max: neighbours are up to k cells away
