@@ -51,7 +51,8 @@ def test_gpu_cells_identical_to_cpu_allpairs(seed):
         for k, order in ((1, "rowmajor"), (2, "hilbert"), (1, "morton")):
             got, eng = _run("cuda", "cells", coords, offsets, pairs, edges, box, labels, precision,
                             frames=2, cells_per_cutoff=k, cell_order=order)
-            assert eng.last_launch["method"] == "cells"
+            if offsets[-1] > 0:  # (a frame without atoms has nothing to sort)
+                assert eng.last_launch["method"] == "cells"
             np.testing.assert_array_equal(got, 2 * ref, err_msg=f"{precision} k={k} {order}")
 
 

@@ -97,6 +97,7 @@ class CudaHistogrammer {
     }
 
     bool pending() const { return h_.pending(); }
+    std::string last_method() const { return h_.last_launch().method; }
     int device() const { return h_.device(); }
 
    private:
@@ -141,9 +142,7 @@ PYBIND11_MODULE(_fastrdf_cuda, m) {
         .def("synchronize", &CudaHistogrammer::synchronize)
         .def_property_readonly("last_launch", &CudaHistogrammer::last_launch)
         .def_property_readonly("pending", &CudaHistogrammer::pending)
-        .def_property_readonly("last_method", [](const CudaHistogrammer& h) {
-            return h.last_launch()["method"];
-        })
+        .def_property_readonly("last_method", &CudaHistogrammer::last_method)
         .def_property_readonly("device", &CudaHistogrammer::device);
     m.def("device_count", []() { return gpu::device_count(nullptr); });
     m.def("device_error", []() {
