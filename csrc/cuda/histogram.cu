@@ -489,10 +489,11 @@ __global__ void __launch_bounds__(kCellThreads)
 }
 
 // Whether the cell kernel is expected to beat the all-pairs kernel on a GPU: the pairs it looks
-// at (with the chunks' longer strips), plus sorting and four more launches (~10^7 pair-times).
+// at (with the chunks' longer strips), plus sorting and four more launches (~3 10^7 pair-times,
+// measured: benchmarks/NOTES.md "GPU cell lists").
 bool gpu_cells_pay(const CellPlan& pl) {
     return pl.n[0] * pl.n[1] * pl.n[2] > 1 &&
-           1.5 * pl.cell_pairs + 50.0 * pl.atoms + 1e7 < pl.allpairs_pairs;
+           1.5 * pl.cell_pairs + 50.0 * pl.atoms + 3e7 < pl.allpairs_pairs;
 }
 
 bool same_vector(const std::vector<int64_t>& v, const int64_t* p, std::size_t n) {
