@@ -18,6 +18,10 @@
 #include <limits>
 #include <type_traits>
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 #include "fastrdf/cells.hpp"
 #include "fastrdf/cpu.hpp"
 #include "fastrdf/geometry.hpp"
@@ -25,6 +29,9 @@
 
 #ifndef FASTRDF_ISA
 #error "FASTRDF_ISA must name the instruction-set variant"
+#endif
+#ifndef FASTRDF_COMPACT
+#define FASTRDF_COMPACT 1
 #endif
 
 namespace fastrdf {
@@ -109,6 +116,40 @@ struct ThreadHist {
         row_indices<T, Box, Labels, Exact>(q.x + js, q.y + js, q.z + js,
                                            Labels ? q.labels + js : nullptr, n, q.x[i], q.y[i],
                                            q.z[i], Labels ? q.labels[i] : 0, box, bin, idx);
+#if FASTRDF_COMPACT
+        if (!Exact) {
+            // Single precision (no pair needs a second look): pack the in-range bins to the
+            // front of idx, then increment only those.
+            int m = 0;
+#if defined(__AVX512F__)
+            const __m512i vnb = _mm512_set1_epi32(static_cast<int>(nbu));
+            int k0 = 0;
+            for (; k0 + 16 <= n; k0 += 16) {
+                const __m512i v = _mm512_loadu_si512(idx + k0);
+                const __mmask16 in = _mm512_cmplt_epu32_mask(v, vnb);
+                _mm512_storeu_si512(idx + m, _mm512_maskz_compress_epi32(in, v));
+                m += __builtin_popcount(static_cast<unsigned>(in));
+            }
+            for (int k = k0; k < n; ++k) {
+                const uint32_t b = idx[k];
+                idx[m] = b;
+                m += b < nbu;
+            }
+#else
+            for (int k = 0; k < n; ++k) {
+                const uint32_t b = idx[k];
+                idx[m] = b;
+                m += b < nbu;
+            }
+#endif
+            // restrict: the histogram and the index buffer never overlap, so the compiler
+            // need not reload its pointers after every increment
+            uint32_t* __restrict hr = h;
+            const uint32_t* __restrict ir = idx;
+            for (int k = 0; k < m; ++k) ++hr[ir[k]];
+            return;
+        }
+#endif
         // Increment in chunks of 16; a chunk whose pairs all fell out of range (the common
         // case when r_max is well below the box) is skipped after one vectorised test. Dummy
         // slots take the out-of-range pairs of the others.
