@@ -9,7 +9,7 @@ use case (../shared/papers: CADISHI §4.4).
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from MDAnalysis.analysis.results import Results, ResultsGroup
