@@ -25,6 +25,7 @@ from ._engine import (
     available_cpus,
     prepare_box,
     validate_device,
+    validate_method,
     validate_n_threads,
     validate_precision,
     wrap_positions,
@@ -134,7 +135,8 @@ def histogram_edges(nbins, rng):
 class RDFBase(AnalysisBase):
     """Base of the package's RDF analyses (not public API).
 
-    Subclasses set ``self.device``, ``self.precision`` and ``self.n_threads`` through
+    Subclasses set ``self.device``, ``self.precision``, ``self.n_threads`` and ``self.method``
+    through
     :meth:`_init_compute` and build their engine with :meth:`_make_engine`.
     """
 
@@ -145,16 +147,17 @@ class RDFBase(AnalysisBase):
         """Parallel backends of :meth:`run`: ``('serial', 'multiprocessing', 'dask')``."""
         return ("serial", "multiprocessing", "dask")
 
-    def _init_compute(self, device, precision, n_threads):
+    def _init_compute(self, device, precision, n_threads, method="auto"):
         self.device = validate_device(device)
         self.precision = validate_precision(precision)
         self.n_threads = validate_n_threads(n_threads)
+        self.method = validate_method(method)
         self._worker_threads = self.n_threads
         self._engine = None
 
     def _make_engine(self):
         """The engine of this worker (created in the worker, in ``_prepare``)."""
-        return Engine(self.device, self.precision, self._worker_threads)
+        return Engine(self.device, self.precision, self._worker_threads, method=self.method)
 
     def __getstate__(self):
         state = self.__dict__.copy()

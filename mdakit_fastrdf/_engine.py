@@ -23,6 +23,7 @@ __all__ = [
 NO_BOX, ORTHO, TRICLINIC, ORTHO_SCALED = 0, 1, 2, 3
 _DEVICES = ("auto", "cpu", "cuda")
 _PRECISIONS = ("single", "double")
+_METHODS = ("auto", "allpairs", "cells")
 
 
 # device='auto' takes the GPU from this many atom pairs per frame on (below it the launch and
@@ -156,6 +157,16 @@ def validate_precision(precision) -> str:
     return precision
 
 
+def validate_method(method) -> str:
+    """Check ``method`` ('auto', 'allpairs' or 'cells')."""
+    if not isinstance(method, str) or method.lower() not in _METHODS:
+        raise ValueError(
+            f"method must be 'auto' (cell lists when they are expected to be faster), "
+            f"'allpairs' or 'cells', got {method!r}"
+        )
+    return method.lower()
+
+
 def validate_n_threads(n_threads):
     if n_threads is None:
         return None
@@ -238,6 +249,12 @@ class Engine:
         device's shared memory.
     max_window_bins : int
         Caps the bins of one shared-memory sweep (0: as many as fit); for tests.
+    method : {'auto', 'allpairs', 'cells'}
+        How the pairs are found: every pair of the two species, or only those of
+        neighbouring cells of a cell list (O(N) at fixed ``rmax`` and density; the same
+        counts). ``'auto'`` estimates the work of both from the frame and takes the cheaper.
+    cells_per_cutoff : int
+        Cell side ``rmax / cells_per_cutoff`` of the cell lists (1 to 8; 2 measured best).
     exact_sqrt : bool
         Single precision on the GPU with the IEEE square root for every pair (default), or
         (``False``) the hardware's approximate root with an exact correction of the pairs
@@ -251,8 +268,13 @@ class Engine:
     """
 
     def __init__(self, device="auto", precision="single", n_threads=None, *, kernel="auto",
-                 max_window_bins=0, exact_sqrt=True):
+                 max_window_bins=0, exact_sqrt=True, method="auto", cells_per_cutoff=2):
         self.device = validate_device(device)
+        self.method = validate_method(method)
+        if (isinstance(cells_per_cutoff, bool) or not isinstance(cells_per_cutoff, numbers.Integral)
+                or not 1 <= cells_per_cutoff <= 8):
+            raise ValueError(f"cells_per_cutoff must be an integer from 1 to 8, got {cells_per_cutoff!r}")
+        self.cells_per_cutoff = int(cells_per_cutoff)
         self.precision = validate_precision(precision)
         self.n_threads = validate_n_threads(n_threads)
         if kernel not in ("auto", "shared", "global"):
@@ -288,7 +310,8 @@ class Engine:
     def _make_impl(self, offsets, pairs):
         self.device_used = self._resolve(offsets, pairs)
         if self.device_used == "cpu":
-            return _cpu_module().CpuHistogrammer(self.n_threads or 0)
+            return _cpu_module().CpuHistogrammer(self.n_threads or 0, "", self.method,
+                                                 self.cells_per_cutoff)
         index = int(self.device_used.split(":")[1])
         m = _cuda_init()
         n = m.device_count()
@@ -313,6 +336,11 @@ class Engine:
         """Wait for the queued frames and add their counts into ``out``."""
         if self._impl is not None and hasattr(self._impl, "synchronize"):
             self._impl.synchronize()
+
+    @property
+    def last_method(self):
+        """How the last frame found its pairs: 'allpairs' or 'cells' (None before the first)."""
+        return getattr(self._impl, "last_method", None)
 
     @property
     def last_launch(self):

@@ -75,6 +75,13 @@ class InterRDF(RDFBase):
     n_threads : int, optional
         Keyword only. CPU threads per process (default: all cores, divided among the workers
         of a parallel run).
+    method : {'auto', 'allpairs', 'cells'}, optional
+        Keyword only. How the pairs within ``rmax`` are found: ``'allpairs'`` computes every
+        pair's distance; ``'cells'`` sorts the atoms into a cell list and only looks at pairs
+        in neighbouring cells, so the cost grows as N instead of N² when ``rmax`` is well
+        below the box size. Both give the same counts (the distances are computed by the
+        same arithmetic). ``'auto'`` (default) estimates the work of both for each frame and
+        takes the cheaper one. Cell lists run on the CPU.
     verbose : bool, optional
         Show detailed progress of the calculation if set to ``True``.
 
@@ -150,6 +157,7 @@ class InterRDF(RDFBase):
         device="auto",
         precision="single",
         n_threads=None,
+        method="auto",
         **kwargs,
     ):
         check_atomgroup(g1, "g1")
@@ -184,7 +192,7 @@ class InterRDF(RDFBase):
                 f"run(backend='multiprocessing' or 'dask')."
             )
         self.backend = backend
-        self._init_compute(device, precision, n_threads)
+        self._init_compute(device, precision, n_threads, method)
 
     def _check_exclusion_block(self, block):
         try:

@@ -135,6 +135,10 @@ class SpeciesRDF(RDFBase):
         move a pair within float32 rounding of a bin edge to the neighbouring bin.
     n_threads : int, optional
         Keyword only. CPU threads per process.
+    method : {'auto', 'allpairs', 'cells'}, optional
+        Keyword only. How the pairs within ``rmax`` are found (see :class:`InterRDF`): every
+        pair, or cell lists (O(N) when ``rmax`` is well below the box); the same counts.
+        ``'auto'`` (default) takes the cheaper per frame.
     verbose : bool, optional
         Show detailed progress of the calculation if set to ``True``.
 
@@ -249,6 +253,7 @@ class SpeciesRDF(RDFBase):
         device="auto",
         precision="single",
         n_threads=None,
+        method="auto",
         **kwargs,
     ):
         check_atomgroup(atomgroup, "atomgroup")
@@ -264,7 +269,7 @@ class SpeciesRDF(RDFBase):
         if not isinstance(exclude_self, (bool, np.bool_)):
             raise TypeError(f"exclude_self must be True or False, got {exclude_self!r}")
         self.exclude_self = bool(exclude_self)
-        self._init_compute(device, precision, n_threads)
+        self._init_compute(device, precision, n_threads, method)
 
         species = _group_species(atomgroup, by)
         for label, ag in species:

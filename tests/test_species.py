@@ -275,3 +275,16 @@ def test_parallel_backends_identical(adk_subset):
         np.testing.assert_allclose(par.results.rdf, ser.results.rdf, rtol=1e-12)
         assert par.results.species == ser.results.species
         assert par.n_frames == ser.n_frames == 4
+
+
+def test_methods_give_identical_counts(adk_subset):
+    """Cell lists and all pairs: the same partials, bit for bit (double and single)."""
+    for precision in ("double", "single"):
+        kw = dict(by="element", precision=precision, nbins=60, range=(0.0, 9.0))
+        allp = SpeciesRDF(adk_subset, method="allpairs", **kw).run(stop=2)
+        cells = SpeciesRDF(adk_subset, method="cells", **kw).run(stop=2)
+        assert cells._engine.last_method == "cells"
+        assert allp._engine.last_method == "allpairs"
+        np.testing.assert_array_equal(cells.results.count_uint64, allp.results.count_uint64)
+    with pytest.raises(ValueError, match="method"):
+        SpeciesRDF(adk_subset, method="grid")
