@@ -7,7 +7,8 @@ Sections:
     MDAnalysisTests' adenylate kinase in water (TPR/XTC, 47,681 atoms, triclinic box):
     every element pair (7 species incl. TIP4P's element-less virtual sites, 28 partials),
     75 bins, 0-15 Å. SpeciesRDF (one kernel call per frame, single and double precision)
-    against ``MDAnalysis.analysis.rdf.InterRDF`` run once per species pair. The MDAnalysis
+    against ``MDAnalysis.analysis.rdf.InterRDF`` run once per species pair; SpeciesRDF with
+    ``method='auto'`` (cell lists here) and ``'allpairs'``. The MDAnalysis
     loop is slow, so it may be timed on fewer frames (``--mda-frames``) and compared per
     frame; the table says so. The double-precision counts are checked equal to MDAnalysis's
     on the frames both ran.
@@ -19,6 +20,7 @@ Sections:
 Usage::
 
     python benchmarks/bench_species.py                       # adk, 3 frames, MDAnalysis on 1
+                                                             # (methods auto and allpairs)
     python benchmarks/bench_species.py adk --frames 10 --mda-frames 2
     python benchmarks/bench_species.py generated --device cuda --frames 5
 """
@@ -83,19 +85,20 @@ def section_adk(args):
     kw = dict(nbins=75, range=(0.0, 15.0))
     rows = []
     res = {}
-    for precision in ("single", "double"):
-        s = SpeciesRDF(u.atoms, by="element", precision=precision, device=args.device,
-                       n_threads=args.threads, **kw)
-        s.run(stop=1)  # warm-up (thread pool, first-frame set-up)
-        t0 = time.perf_counter()
-        s.run(stop=args.frames)
-        t = (time.perf_counter() - t0) / args.frames
-        res[precision] = (s, t)
-    sizes = [int(v) for v in res["double"][0].results.n_atoms]
-    npairs = pairs_per_frame(sizes, res["double"][0].results.pairs)
+    for method in args.methods.split(","):
+        for precision in ("single", "double"):
+            s = SpeciesRDF(u.atoms, by="element", precision=precision, device=args.device,
+                           n_threads=args.threads, method=method, **kw)
+            s.run(stop=1)  # warm-up (thread pool, first-frame set-up)
+            t0 = time.perf_counter()
+            s.run(stop=args.frames)
+            t = (time.perf_counter() - t0) / args.frames
+            res[method, precision] = (s, t)
+    s = next(iter(res.values()))[0]
+    sizes = [int(v) for v in s.results.n_atoms]
+    npairs = pairs_per_frame(sizes, s.results.pairs)
 
     # MDAnalysis: one InterRDF per species pair (what one writes without SpeciesRDF).
-    s = res["double"][0]
     t0 = time.perf_counter()
     counts = []
     with warnings.catch_warnings():
@@ -108,22 +111,21 @@ def section_adk(args):
                        **kw).run(stop=args.mda_frames)
     equal = all(np.array_equal(c, check.results.count[k]) for k, c in enumerate(counts))
 
-    for name, t, frames in [
-        ("MDAnalysis InterRDF x 28 pairs", t_mda, args.mda_frames),
-        ("SpeciesRDF single", res["single"][1], args.frames),
-        ("SpeciesRDF double", res["double"][1], args.frames),
-    ]:
+    timings = [(f"MDAnalysis InterRDF x {len(s.results.pairs)} pairs", t_mda, args.mda_frames)]
+    for (method, precision), (r, t) in res.items():
+        timings.append((f"SpeciesRDF {precision}, method={method} "
+                        f"({r._engine.device_used}: {r._engine.last_method})", t, args.frames))
+    for name, t, frames in timings:
         rows.append([name, frames, f"{t:.3f}", f"{npairs / t / 1e9:.3f}", f"{t_mda / t:.1f}x"])
     table(f"adk in water by element: {len(sizes)} species {sizes}, {len(s.results.pairs)} "
           f"partials, 75 bins, 0-15 Å, triclinic box, {npairs:.3g} atom pairs per frame "
           f"(all pairs; MDAnalysis's grid search visits only those within 15 Å)",
-          ["method", "frames", "s/frame", "bapps (all pairs)", "speed-up vs MDAnalysis"], rows)
+          ["method", "frames", "s/frame", "all-pairs bapps", "speed-up vs MDAnalysis"], rows)
     if args.mda_frames != args.frames:
         print(f"(MDAnalysis timed on {args.mda_frames} frame(s), SpeciesRDF on {args.frames}; "
               f"compared per frame)")
     print(f"double-precision partials equal to MDAnalysis's on {args.mda_frames} frame(s): "
           f"{equal}")
-    print(f"SpeciesRDF device used: {res['single'][0]._engine.device_used}")
 
 
 def section_generated(args):
@@ -169,6 +171,8 @@ def main(argv=None):
     p.add_argument("--frames", type=int, default=3, help="frames for SpeciesRDF")
     p.add_argument("--mda-frames", type=int, default=1, help="frames for the MDAnalysis loop")
     p.add_argument("--device", default="auto", help="SpeciesRDF device (auto, cpu, cuda)")
+    p.add_argument("--methods", default="auto,allpairs",
+                   help="adk: SpeciesRDF pair methods to time, comma-separated")
     p.add_argument("--threads", type=int, default=None, help="CPU threads (default: all)")
     p.add_argument("--double", action="store_true", help="generated: also double precision")
     args = p.parse_args(argv)
