@@ -135,6 +135,7 @@ def section_generated(args):
     from mdakit_fastrdf import SpeciesRDF
 
     sizes = [150_000, 80_000, 40_000, 15_000, 8_000, 4_000, 2_000, 700, 300]
+    sizes = [max(1, int(round(v * args.scale))) for v in sizes]
     n = sum(sizes)
     rng = np.random.default_rng(1)
     frames = max(1, args.frames)
@@ -175,6 +176,8 @@ def main(argv=None):
                    help="adk: SpeciesRDF pair methods to time, comma-separated")
     p.add_argument("--threads", type=int, default=None, help="CPU threads (default: all)")
     p.add_argument("--double", action="store_true", help="generated: also double precision")
+    p.add_argument("--scale", type=float, default=1.0,
+                   help="generated: scale the species sizes (e.g. 0.02 for a CPU smoke test)")
     args = p.parse_args(argv)
     print(f"$ python {' '.join(sys.argv)}")
     print(machine())
