@@ -14,6 +14,7 @@
 #include "fastrdf/box_setup.hpp"
 #include "fastrdf/cpu.hpp"
 #include "fastrdf/geometry.hpp"
+#include "fastrdf/sites.hpp"
 #include "frame_args.hpp"
 
 namespace py = pybind11;
@@ -161,6 +162,40 @@ py::dict triclinic_setup(py::array box, double rmax) {
     return d;
 }
 
+// InterRDF_s: adds one frame's site-specific histograms of coords1 x coords2 into out
+// ((n1, n2, nbins) float64), binned with InterRDF_s's rule (see sites.hpp).
+void site_histograms(py::array coords1, py::array coords2, double rmin, double rmax, int nbins,
+                     int box_kind, py::object box, py::array out, bool double_precision,
+                     int n_threads) {
+    cpu::SitesProblem p;
+    p.xyz1 = checked<float>(coords1, "coords1", 2);
+    p.xyz2 = checked<float>(coords2, "coords2", 2);
+    if (coords1.shape(1) != 3 || coords2.shape(1) != 3)
+        throw std::invalid_argument("coords: shape must be (n_atoms, 3)");
+    p.n1 = static_cast<std::size_t>(coords1.shape(0));
+    p.n2 = static_cast<std::size_t>(coords2.shape(0));
+    if (nbins < 1) throw std::invalid_argument("nbins: must be >= 1");
+    if (!(rmax > rmin) || !std::isfinite(rmin) || !std::isfinite(rmax))
+        throw std::invalid_argument("range: need finite rmin < rmax");
+    p.rmin = rmin;
+    p.rmax = rmax;
+    p.nbins = nbins;
+    if (!(out.ndim() == 3 && static_cast<std::size_t>(out.shape(0)) == p.n1 &&
+          static_cast<std::size_t>(out.shape(1)) == p.n2 && out.shape(2) == nbins))
+        throw std::invalid_argument("out: shape must be (n1, n2, nbins)");
+    if (!py::isinstance<py::array_t<double>>(out) || !(out.flags() & py::array::c_style) ||
+        !out.writeable())
+        throw std::invalid_argument("out: must be a writeable C-contiguous float64 array");
+    p.out = static_cast<double*>(out.mutable_data());
+    std::vector<double> images;
+    parse_box(p.box, images, box_kind, box, rmax);
+    p.double_precision = double_precision;
+    if (n_threads < 0) throw std::invalid_argument("n_threads: must be >= 1 (or 0 for all cores)");
+    p.n_threads = n_threads == 0 ? max_threads() : n_threads;
+    py::gil_scoped_release release;
+    cpu::site_histograms(p);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_fastrdf_cpu, m) {
@@ -177,6 +212,9 @@ PYBIND11_MODULE(_fastrdf_cpu, m) {
         .def_property_readonly("last_method", &CpuHistogrammer::last_method)
         .def_property_readonly("last_plan", &CpuHistogrammer::last_plan);
     m.def("wrap_positions", &wrap_positions, py::arg("coords"), py::arg("box"), py::arg("triclinic"));
+    m.def("site_histograms", &site_histograms, py::arg("coords1"), py::arg("coords2"),
+          py::arg("rmin"), py::arg("rmax"), py::arg("nbins"), py::arg("box_kind"), py::arg("box"),
+          py::arg("out"), py::arg("double_precision"), py::arg("n_threads"));
     m.def("triclinic_setup", &triclinic_setup, py::arg("box"), py::arg("rmax"));
     m.def("compiled_variants", &cpu::compiled_variants);
     m.def("usable_variants", &cpu::usable_variants);
