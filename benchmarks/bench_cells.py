@@ -95,10 +95,14 @@ def time_engine(frame: Frame, engine: Engine, repeat: int):
     if engine.device.startswith("cuda"):
         out[:] = 0
         t0 = time.perf_counter()
+        host = 0.0
         for _ in range(repeat):
+            th = time.perf_counter()
             engine.accumulate(frame.coords, frame.offsets, frame.pairs, frame.edges, frame.box, None, out)
+            host += time.perf_counter() - th
         engine.synchronize()
         t = (time.perf_counter() - t0) / repeat
+        print(f"  ... host part (packing, queueing): {host / repeat * 1e3:.2f} ms/frame", file=sys.stderr)
         single = out // np.uint64(repeat)
         return t, single, engine.last_method
     best = np.inf
