@@ -102,7 +102,13 @@ def time_engine(frame: Frame, engine: Engine, repeat: int):
             host += time.perf_counter() - th
         engine.synchronize()
         t = (time.perf_counter() - t0) / repeat
-        print(f"  ... host part (packing, queueing): {host / repeat * 1e3:.2f} ms/frame", file=sys.stderr)
+        th = time.perf_counter()
+        engine.accumulate(frame.coords, frame.offsets, frame.pairs, frame.edges, frame.box, None, out)
+        tq = time.perf_counter()
+        engine.synchronize()
+        ts = time.perf_counter()
+        print(f"  ... one frame alone: host part (pack, queue) {(tq - th) * 1e3:.2f} ms, "
+              f"then copy + sort + kernel + counts {(ts - tq) * 1e3:.2f} ms", file=sys.stderr)
         single = out // np.uint64(repeat)
         return t, single, engine.last_method
     best = np.inf
