@@ -17,11 +17,13 @@
 //   * the distance and bin maths is geometry.hpp's, shared with the CPU kernel; built with
 //     --fmad=false and IEEE sqrt, so that both give the same histogram bit for bit.
 #include <cuda_runtime.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -46,6 +48,14 @@ constexpr int kCopyBudgetWords = 12288; // sub-histograms up to 48 KB per block
 constexpr int kMaxSharedSweeps = 4;     // auto: more sweeps than this -> global kernel (measured,
                                         // benchmarks/NOTES.md: 4 shared sweeps beat 64-bit atomics)
 constexpr int kMaxBins = 4000000;       // bin coordinates < 2^22 (geometry.hpp's trunc_nonneg)
+
+// CPUs this process may run on (its affinity mask), at most cap.
+std::size_t usable_cpus(std::size_t cap) {
+    cpu_set_t set;
+    std::size_t n = std::thread::hardware_concurrency();
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) n = static_cast<std::size_t>(CPU_COUNT(&set));
+    return std::clamp<std::size_t>(n, 1, cap);
+}
 
 std::string error_text(cudaError_t e) {
     return std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")";
@@ -574,6 +584,7 @@ struct Histogrammer::Impl {
 
     // cell lists
     int method = kMethodAuto, cell_k = 1, cell_order = kOrderRowMajor;
+    std::size_t pack_threads = usable_cpus(8);  // threads that pack large frames
     DeviceArray<int> dev_offsets32, dev_pairs32, dev_rank, dev_cell_of, dev_start, dev_fill, dev_zcell;
     DeviceArray<float4> dev_sorted;
     DeviceArray<CellTask> dev_cell_tasks;
@@ -1000,24 +1011,57 @@ struct Histogrammer::Impl {
             dev_slot[s].reserve(bytes, "the frame's coordinates");
         }
         float4* packed = reinterpret_cast<float4*>(host_slot[s].ptr);
-        bool finite = true;
-        float max_abs = 0.f;
-        float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
-        for (std::size_t i = 0; i < n; ++i) {
-            const float x = xyz[3 * i], y = xyz[3 * i + 1], z = xyz[3 * i + 2];
-            finite &= std::isfinite(x) & std::isfinite(y) & std::isfinite(z);
-            max_abs = std::max({max_abs, std::fabs(x), std::fabs(y), std::fabs(z)});
-            lo[0] = std::min(lo[0], x);
-            lo[1] = std::min(lo[1], y);
-            lo[2] = std::min(lo[2], z);
-            hi[0] = std::max(hi[0], x);
-            hi[1] = std::max(hi[1], y);
-            hi[2] = std::max(hi[2], z);
-            int32_t lab = p.labels ? p.labels[i] : 0;
-            float w;
-            std::memcpy(&w, &lab, sizeof(float));
-            packed[i] = make_float4(x, y, z, w);
+        // Pack (float4: x, y, z, label bits) and take the bounds; large frames on several
+        // threads, so that the host keeps up with the GPU (1M atoms: a few ms on one core).
+        struct Span {
+            bool finite = true;
+            float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+        };
+        auto pack = [&](std::size_t b, std::size_t e, Span& sp) {
+            bool fin = true;
+            float l0 = INFINITY, l1 = INFINITY, l2 = INFINITY, h0 = -INFINITY, h1 = -INFINITY, h2 = -INFINITY;
+            for (std::size_t i = b; i < e; ++i) {
+                const float x = xyz[3 * i], y = xyz[3 * i + 1], z = xyz[3 * i + 2];
+                fin &= std::isfinite(x) & std::isfinite(y) & std::isfinite(z);
+                l0 = std::min(l0, x);
+                l1 = std::min(l1, y);
+                l2 = std::min(l2, z);
+                h0 = std::max(h0, x);
+                h1 = std::max(h1, y);
+                h2 = std::max(h2, z);
+                const int32_t lab = p.labels ? p.labels[i] : 0;
+                float w;
+                std::memcpy(&w, &lab, sizeof(float));
+                packed[i] = make_float4(x, y, z, w);
+            }
+            sp.finite = fin;
+            sp.lo[0] = l0; sp.lo[1] = l1; sp.lo[2] = l2;
+            sp.hi[0] = h0; sp.hi[1] = h1; sp.hi[2] = h2;
+        };
+        const int n_pack = n >= (1u << 18)
+                               ? static_cast<int>(std::clamp<std::size_t>(n >> 17, 1, pack_threads))
+                               : 1;
+        std::vector<Span> spans(n_pack);
+        {
+            std::vector<std::thread> workers;
+            const std::size_t chunk = (n + n_pack - 1) / n_pack;
+            for (int t = 1; t < n_pack; ++t)
+                workers.emplace_back(pack, std::min(n, t * chunk), std::min(n, (t + 1) * chunk),
+                                     std::ref(spans[t]));
+            pack(0, std::min(n, chunk), spans[0]);
+            for (auto& w : workers) w.join();
         }
+        bool finite = true;
+        float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+        for (const Span& sp : spans) {
+            finite &= sp.finite;
+            for (int d = 0; d < 3; ++d) {
+                lo[d] = std::min(lo[d], sp.lo[d]);
+                hi[d] = std::max(hi[d], sp.hi[d]);
+            }
+        }
+        float max_abs = 0.f;
+        for (int d = 0; d < 3 && n > 0; ++d) max_abs = std::max({max_abs, -lo[d], hi[d]});
         check_coordinates(p, finite, max_abs);
         bool use_cells = false;
         CellPlan cplan;
