@@ -30,8 +30,9 @@ _METHODS = ("auto", "allpairs", "cells")
 # transfer overheads outweigh the kernel; see docs/performance.rst for the measurement).
 AUTO_GPU_MIN_PAIRS = 1_000_000
 
-# Cell side rmax / k of the cell lists on each device (measured, benchmarks/NOTES.md).
-CPU_CELLS_PER_CUTOFF = 2
+# Cell side rmax / k of the cell lists on each device (measured, benchmarks/NOTES.md); 0 on
+# the CPU: the k of 1, 2, 3 that the cost model finds cheapest for the frame.
+CPU_CELLS_PER_CUTOFF = 0
 GPU_CELLS_PER_CUTOFF = 1
 
 
@@ -258,9 +259,9 @@ class Engine:
         neighbouring cells of a cell list (O(N) at fixed ``rmax`` and density; the same
         counts). ``'auto'`` estimates the work of both from the frame and takes the cheaper.
     cells_per_cutoff : int or None
-        Cell side ``rmax / cells_per_cutoff`` of the cell lists (1 to 8). None: the side that
-        measured fastest on the device (:data:`CPU_CELLS_PER_CUTOFF`,
-        :data:`GPU_CELLS_PER_CUTOFF`).
+        Cell side ``rmax / cells_per_cutoff`` of the cell lists (1 to 8). None: on the CPU
+        the cheapest of 1, 2 and 3 for each frame by the cost model, on a GPU
+        :data:`GPU_CELLS_PER_CUTOFF` (measured).
     cell_order : {'rowmajor', 'morton', 'hilbert'}
         Order of the cell columns in memory (for measurements; see benchmarks/NOTES.md).
     exact_sqrt : bool
@@ -323,8 +324,8 @@ class Engine:
     def _make_impl(self, offsets, pairs):
         self.device_used = self._resolve(offsets, pairs)
         if self.device_used == "cpu":
-            return _cpu_module().CpuHistogrammer(self.n_threads or 0, "", self.method,
-                                                 self.cells_per_cutoff or CPU_CELLS_PER_CUTOFF,
+            k = CPU_CELLS_PER_CUTOFF if self.cells_per_cutoff is None else self.cells_per_cutoff
+            return _cpu_module().CpuHistogrammer(self.n_threads or 0, "", self.method, k,
                                                  self.cell_order)
         index = int(self.device_used.split(":")[1])
         m = _cuda_init()

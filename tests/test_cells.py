@@ -20,7 +20,7 @@ from mdakit_fastrdf._engine import Engine, prepare_box  # noqa: E402
 NO_BOX, ORTHO, TRICLINIC, ORTHO_SCALED = 0, 1, 2, 3
 
 
-def _hist(method, coords, offsets, pairs, edges, kind, box, labels=None, double=False, k=2, order="rowmajor",
+def _hist(method, coords, offsets, pairs, edges, kind, box, labels=None, double=False, k=0, order="rowmajor",
           n_threads=2):
     h = K.CpuHistogrammer(n_threads, "", method, k, order)
     pairs = np.ascontiguousarray(pairs, dtype=np.int32).reshape(-1, 2)
@@ -185,7 +185,9 @@ def test_method_validated():
     with pytest.raises(ValueError, match="method"):
         K.CpuHistogrammer(1, "", "grid", 2)
     with pytest.raises(ValueError, match="cell_k"):
-        K.CpuHistogrammer(1, "", "cells", 0)
+        K.CpuHistogrammer(1, "", "cells", -1)
+    with pytest.raises(ValueError, match="cell_k"):
+        K.CpuHistogrammer(1, "", "cells", 9)
     with pytest.raises(ValueError, match="cell_order"):
         K.CpuHistogrammer(1, "", "cells", 2, "peano")
     with pytest.raises(ValueError, match="method"):

@@ -12,11 +12,12 @@ namespace fastrdf {
 
 namespace {
 
-// Per-pair and per-row costs of the cell kernel in units of one all-pairs pair, and the cost
-// of sorting one atom (measured, benchmarks/NOTES.md "CPU cell lists").
-constexpr double kRowCost = 12.0;
+// The CPU cost model, in units of one pair of the all-pairs kernel (~0.7 ns on one core of
+// the 2-core Xeon): a row of the cell kernel costs kRowCost plus its length rounded up to
+// whole 16-lane blocks; sorting costs kAtomCost per atom (fitted to k = 1, 2, 3 at 100k atoms
+// and a sparse 5,000-atom box, benchmarks/NOTES.md "Cell lists").
+constexpr double kRowCost = 80.0;
 constexpr double kAtomCost = 40.0;
-constexpr double kPairCost = 1.1;
 
 // Neighbour cells of c along an axis of n cells, reach k: deduplicated, ascending.
 std::vector<int> axis_neighbours(int c, int n, int k, bool periodic) {
@@ -134,7 +135,7 @@ CellPlan plan_cells(const FrameProblem& p, int k, int order) {
             hi[d] = *mm.second;
         }
     }
-    return plan_cells(p, k, order, lo, hi);
+    return plan_cells_best(p, k, order, lo, hi);
 }
 
 CellPlan plan_cells(const FrameProblem& p, int k, int order, const double lo[3], const double hi[3]) {
@@ -195,27 +196,42 @@ CellPlan plan_cells(const FrameProblem& p, int k, int order, const double lo[3],
         frac *= m / pl.n[d];
         if (d < 2) cols *= m;
     }
+    const double n_cells = static_cast<double>(pl.n[0]) * pl.n[1] * pl.n[2];
+    const double strip = mean_neighbours(pl.n[2], pl.k, pl.periodic);
+    pl.cell_cost = kAtomCost * pl.atoms;
     for (int q = 0; q < p.n_pairs; ++q) {
         const int a = p.pairs[2 * q], b = p.pairs[2 * q + 1];
         const double na = static_cast<double>(p.offsets[a + 1] - p.offsets[a]);
         const double nb = static_cast<double>(p.offsets[b + 1] - p.offsets[b]);
+        const double lanes = 16.0 * std::ceil(strip * nb / n_cells / 16.0);
+        double rows;
         if (a == b) {
             pl.allpairs_pairs += na * (na - 1) / 2;
             pl.cell_pairs += na * na / 2 * frac;
-            pl.cell_rows += na * (cols + 1) / 2;
+            rows = na * (cols + 1) / 2;
         } else {
             pl.allpairs_pairs += na * nb;
             pl.cell_pairs += na * nb * frac;
-            pl.cell_rows += na * cols;
+            rows = na * cols;
         }
+        pl.cell_rows += rows;
+        pl.cell_cost += rows * (kRowCost + lanes);
     }
     return pl;
 }
 
+CellPlan plan_cells_best(const FrameProblem& p, int k, int order, const double lo[3], const double hi[3]) {
+    if (k > 0) return plan_cells(p, k, order, lo, hi);
+    CellPlan best = plan_cells(p, 1, order, lo, hi);
+    for (int kk = 2; kk <= 3; ++kk) {
+        const CellPlan c = plan_cells(p, kk, order, lo, hi);
+        if (c.cell_cost < best.cell_cost) best = c;
+    }
+    return best;
+}
+
 bool cells_pay(const CellPlan& pl) {
-    return pl.n[0] * pl.n[1] * pl.n[2] > 1 &&
-           kPairCost * pl.cell_pairs + kRowCost * pl.cell_rows + kAtomCost * pl.atoms <
-               pl.allpairs_pairs;
+    return pl.n[0] * pl.n[1] * pl.n[2] > 1 && pl.cell_cost < pl.allpairs_pairs;
 }
 
 void build_cells(const FrameProblem& p, const CellPlan& pl, CellGrid& g) {
@@ -266,10 +282,11 @@ void build_cells(const FrameProblem& p, const CellPlan& pl, CellGrid& g) {
 
     // Counting sort of each species block by cell (stable: atoms keep their order in a cell).
     g.start.assign(static_cast<std::size_t>(p.n_species) * stride, 0);
-    g.x.resize(n_atoms);
-    g.y.resize(n_atoms);
-    g.z.resize(n_atoms);
-    g.labels.resize(p.labels ? n_atoms : 0);
+    // kRowPad readable elements past the end (kernel_api.hpp)
+    g.x.resize(n_atoms + kRowPad);
+    g.y.resize(n_atoms + kRowPad);
+    g.z.resize(n_atoms + kRowPad);
+    g.labels.resize(p.labels ? n_atoms + kRowPad : 0);
     g.fill.resize(g.n_cells);
     for (int s = 0; s < p.n_species; ++s) {
         int64_t* st = g.start.data() + s * stride;

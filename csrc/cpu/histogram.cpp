@@ -62,21 +62,29 @@ inline void row_indices(const float* __restrict xs, const float* __restrict ys,
     const Box box = box_in;
     const Binning<T> bin = bin_in;
     const int nb = bin.nbins;
+    // Whole blocks of 16 lanes, also for the last, partial one: the arrays hold kRowPad
+    // readable elements past every row (kernel_api.hpp), and the caller sends the lanes past
+    // n to a dummy slot. Short rows (cell lists) thus never fall into a scalar remainder
+    // loop, whose range test branches unpredictably.
+    for (int k0 = 0; k0 < n; k0 += kDummySlots) {
 #pragma omp simd
-    for (int k = 0; k < n; ++k) {
-        const T dx = static_cast<T>(xs[k] - xi);
-        const T dy = static_cast<T>(ys[k] - yi);
-        const T dz = static_cast<T>(zs[k] - zi);
-        const T r = std::sqrt(box.dist2(dx, dy, dz));
-        bool in = bin.in_range(r);
-        if (Labels) in = in & (ls[k] != li);
-        const T f = in ? bin.coordinate(r) : T(0);
-        const int b = bin.fast_bin_of(f);
-        uint32_t u = static_cast<uint32_t>(b);
-        if (Exact) u |= static_cast<uint32_t>(bin.near_edge(f, b) ? 1u : 0u) << 31;
-        idx[k] = in ? u : static_cast<uint32_t>(nb + (k & (kDummySlots - 1)));
+        for (int kk = 0; kk < kDummySlots; ++kk) {
+            const int k = k0 + kk;
+            const T dx = static_cast<T>(xs[k] - xi);
+            const T dy = static_cast<T>(ys[k] - yi);
+            const T dz = static_cast<T>(zs[k] - zi);
+            const T r = std::sqrt(box.dist2(dx, dy, dz));
+            bool in = bin.in_range(r);
+            if (Labels) in = in & (ls[k] != li);
+            const T f = in ? bin.coordinate(r) : T(0);
+            const int b = bin.fast_bin_of(f);
+            uint32_t u = static_cast<uint32_t>(b);
+            if (Exact) u |= static_cast<uint32_t>(bin.near_edge(f, b) ? 1u : 0u) << 31;
+            idx[k] = in ? u : static_cast<uint32_t>(nb + kk);
+        }
     }
 }
+static_assert(kRowPad >= 16, "rows are computed in blocks of 16 lanes");
 
 // One thread's private histograms and the row loop every kernel shares: a row is atom i
 // against the contiguous atoms [js, js + n) of the (possibly sorted) coordinate arrays of q.
@@ -116,6 +124,8 @@ struct ThreadHist {
         row_indices<T, Box, Labels, Exact>(q.x + js, q.y + js, q.z + js,
                                            Labels ? q.labels + js : nullptr, n, q.x[i], q.y[i],
                                            q.z[i], Labels ? q.labels[i] : 0, box, bin, idx);
+        const int n_pad = (n + kDummySlots - 1) / kDummySlots * kDummySlots;
+        for (int k = n; k < n_pad; ++k) idx[k] = nbu;  // lanes past the row go to a dummy slot
 #if FASTRDF_COMPACT
         if (!Exact) {
             // Single precision (no pair needs a second look): pack the in-range bins to the
@@ -123,17 +133,11 @@ struct ThreadHist {
             int m = 0;
 #if defined(__AVX512F__)
             const __m512i vnb = _mm512_set1_epi32(static_cast<int>(nbu));
-            int k0 = 0;
-            for (; k0 + 16 <= n; k0 += 16) {
+            for (int k0 = 0; k0 < n_pad; k0 += 16) {
                 const __m512i v = _mm512_loadu_si512(idx + k0);
                 const __mmask16 in = _mm512_cmplt_epu32_mask(v, vnb);
                 _mm512_storeu_si512(idx + m, _mm512_maskz_compress_epi32(in, v));
                 m += __builtin_popcount(static_cast<unsigned>(in));
-            }
-            for (int k = k0; k < n; ++k) {
-                const uint32_t b = idx[k];
-                idx[m] = b;
-                m += b < nbu;
             }
 #else
             for (int k = 0; k < n; ++k) {
@@ -153,8 +157,6 @@ struct ThreadHist {
         // Increment in chunks of 16; a chunk whose pairs all fell out of range (the common
         // case when r_max is well below the box) is skipped after one vectorised test. Dummy
         // slots take the out-of-range pairs of the others.
-        const int n_pad = (n + kDummySlots - 1) / kDummySlots * kDummySlots;
-        for (int k = n; k < n_pad; ++k) idx[k] = nbu;  // padding goes to a dummy slot
         for (int k0 = 0; k0 < n_pad; k0 += kDummySlots) {
             const uint32_t* chunk = idx + k0;
             uint32_t any = 0;

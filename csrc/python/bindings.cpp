@@ -46,7 +46,8 @@ class CpuHistogrammer {
         else if (method == "allpairs") method_ = kMethodAllPairs;
         else if (method == "cells") method_ = kMethodCells;
         else throw std::invalid_argument("method: must be 'auto', 'allpairs' or 'cells', got '" + method + "'");
-        if (cell_k < 1 || cell_k > 8) throw std::invalid_argument("cell_k: must be between 1 and 8");
+        if (cell_k < 0 || cell_k > 8)
+            throw std::invalid_argument("cell_k: must be between 1 and 8 (or 0: the cheapest of 1, 2, 3)");
         cell_k_ = cell_k;
         if (n_threads < 0) throw std::invalid_argument("n_threads: must be >= 1 (or 0 for all cores)");
         n_threads_ = n_threads == 0 ? max_threads() : n_threads;
@@ -71,9 +72,16 @@ class CpuHistogrammer {
         const float* xyz = args_.xyz;
 
         // Structure-of-arrays copy, checking every coordinate is finite.
-        x_.resize(n);
-        y_.resize(n);
-        z_.resize(n);
+        // kRowPad readable elements past the end (kernel_api.hpp)
+        for (auto* v : {&x_, &y_, &z_}) {
+            v->resize(n + kRowPad);
+            std::fill(v->begin() + n, v->end(), 0.f);
+        }
+        if (p.labels) {
+            labels_.assign(p.labels, p.labels + n);
+            labels_.resize(n + kRowPad, 0);
+            p.labels = labels_.data();
+        }
         bool finite = true;
         float max_abs = 0.f;
         for (std::size_t i = 0; i < n; ++i) {
@@ -110,6 +118,7 @@ class CpuHistogrammer {
         d["allpairs_pairs"] = pl.allpairs_pairs;
         d["cell_pairs"] = pl.cell_pairs;
         d["cell_rows"] = pl.cell_rows;
+        d["cell_cost"] = pl.cell_cost;
         return d;
     }
     const std::string& isa() const { return isa_; }
@@ -117,13 +126,14 @@ class CpuHistogrammer {
    private:
     int n_threads_ = 1;
     int method_ = kMethodAuto;
-    int cell_k_ = 2;
+    int cell_k_ = 0;
     int order_ = kOrderRowMajor;
     std::string isa_;
     cpu::KernelFn kernel_ = nullptr;
     std::size_t l2_ = 1 << 20;
     Workspace ws_;
     std::vector<float> x_, y_, z_;
+    std::vector<int32_t> labels_;
     FrameArgs args_;
 };
 
@@ -203,7 +213,7 @@ PYBIND11_MODULE(_fastrdf_cpu, m) {
     py::class_<CpuHistogrammer>(m, "CpuHistogrammer")
         .def(py::init<int, const std::string&, const std::string&, int, const std::string&>(),
              py::arg("n_threads") = 0, py::arg("isa") = "", py::arg("method") = "auto",
-             py::arg("cell_k") = 2, py::arg("cell_order") = "rowmajor")
+             py::arg("cell_k") = 0, py::arg("cell_order") = "rowmajor")
         .def("accumulate", &CpuHistogrammer::accumulate, py::arg("coords"), py::arg("offsets"),
              py::arg("pairs"), py::arg("edges"), py::arg("box_kind"), py::arg("box"),
              py::arg("labels"), py::arg("out"), py::arg("double_precision"))

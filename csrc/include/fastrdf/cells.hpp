@@ -84,14 +84,18 @@ struct CellPlan {
     double cell_pairs = 0;       // pairs the cell kernel computes (uniform density estimate)
     double cell_rows = 0;        // rows (strips) the cell kernel runs
     double atoms = 0;            // atoms to sort into cells
+    double cell_cost = 0;        // CPU cost of the cell kernel, in all-pairs pair times
 };
 
 // Plans a grid with k cells per r_max for the frame p whose coordinates span [lo, hi] per axis.
 CellPlan plan_cells(const FrameProblem& p, int k, int order, const double lo[3], const double hi[3]);
-// The same, with the bounds taken from p.x, p.y, p.z.
+// The same, with the bounds taken from p.x, p.y, p.z; k = 0: the k of 1, 2, 3 with the lowest
+// CPU cost (cell_cost).
 CellPlan plan_cells(const FrameProblem& p, int k, int order);
+// k = 0: the cheapest of k = 1, 2, 3 on the CPU; otherwise plan_cells.
+CellPlan plan_cells_best(const FrameProblem& p, int k, int order, const double lo[3], const double hi[3]);
 
-// True when the cell kernel is expected to be faster than the all-pairs kernel.
+// True when the CPU cell kernel is expected to be faster than the all-pairs kernel.
 bool cells_pay(const CellPlan& plan);
 
 // Sorts the frame into the planned grid (g's coordinates and labels are the sorted copy).

@@ -16,6 +16,10 @@ namespace fastrdf {
 // to be faster for the frame.
 enum Method : int { kMethodAuto = 0, kMethodAllPairs = 1, kMethodCells = 2 };
 
+// The CPU kernels compute rows in whole blocks of 16 lanes: every coordinate and label array
+// handed to them holds kRowPad readable (finite) elements past its last atom.
+constexpr int kRowPad = 16;
+
 // One frame's work: every requested species pair of one coordinate block.
 struct FrameProblem {
     // Coordinates of all species, structure of arrays, species s at [offsets[s], offsets[s+1]).
