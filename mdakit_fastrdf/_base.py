@@ -229,8 +229,8 @@ class RDFBase(AnalysisBase):
             self._block_plan = block_plan(blocks, n_total)
         self._run_options = {
             "start": start, "stop": stop, "step": step,
-            "backend": backend if isinstance(backend, str) or backend is None
-            else type(backend).__name__,
+            "backend": ("serial" if backend is None else backend if isinstance(backend, str)
+                        else type(backend).__name__),
             "n_workers": n_workers, "n_parts": n_parts, "blocks": blocks,
         }
         super().run(
