@@ -66,9 +66,12 @@ def test_readme_replace_interrdf_in_a_script(tmp_path, monkeypatch):
     assert type(ours["rdf"]).__module__ == "mdakit_fastrdf.rdf"
     assert type(theirs["rdf"]).__module__ == "MDAnalysis.analysis.rdf"
     np.testing.assert_array_equal(ours["rdf"].results.bins, theirs["rdf"].results.bins)
-    # single precision: a pair within float32 rounding of a bin edge may change bin
+    # single precision: a pair within float32 rounding of a bin edge may change bin (about
+    # one in a million; docs/comparison.rst), so a few counts of ~10^7 may differ
+    ours_count, theirs_count = ours["rdf"].results.count, theirs["rdf"].results.count
+    assert np.abs(ours_count - theirs_count).sum() <= 1e-5 * theirs_count.sum()
     np.testing.assert_allclose(ours["rdf"].results.rdf, theirs["rdf"].results.rdf,
-                               rtol=1e-4, atol=1e-6)
+                               rtol=1e-3, atol=1e-6)
 
 
 def test_readme_save_reload_plot(tmp_path, monkeypatch):
