@@ -1,9 +1,12 @@
 """Sphinx configuration of the mdakit_fastrdf documentation."""
 
-try:
-    from mdakit_fastrdf import __version__
-except ImportError:  # the docs are being built without the compiled package
-    __version__ = "0.1.0"
+import re
+from pathlib import Path
+
+# The version has one source, mdakit_fastrdf/_version.py; read it without importing the
+# (compiled) package, so that the docs build without it.
+_VERSION_FILE = Path(__file__).resolve().parents[1] / "mdakit_fastrdf" / "_version.py"
+__version__ = re.search(r'^__version__ = "([^"]+)"$', _VERSION_FILE.read_text(), re.M).group(1)
 
 project = "mdakit_fastrdf"
 author = "mdakit_fastrdf developers"

@@ -4,16 +4,23 @@
 InterRDF``; the analysis runs on compiled multi-species pair-distance histogram kernels.
 """
 
-from importlib.metadata import PackageNotFoundError, version
-
 from ._engine import build_info, cuda_devices
+from ._version import __version__
+from .io import RDFData, load, save
+from .plotting import plot
 from .rdf import InterRDF
 from .rdf_s import InterRDF_s
 from .species import SpeciesRDF
 
-try:
-    __version__ = version("mdakit_fastrdf")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0.0.0"
-
-__all__ = ["InterRDF", "InterRDF_s", "SpeciesRDF", "build_info", "cuda_devices", "__version__"]
+__all__ = [
+    "InterRDF",
+    "InterRDF_s",
+    "SpeciesRDF",
+    "RDFData",
+    "build_info",
+    "cuda_devices",
+    "load",
+    "plot",
+    "save",
+    "__version__",
+]

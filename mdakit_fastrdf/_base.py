@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 from MDAnalysis.analysis.base import AnalysisBase
+from MDAnalysis.analysis.results import Results, ResultsGroup
 
 from ._engine import (
     NO_BOX,
@@ -126,6 +127,37 @@ def shell_volumes(edges):
     return 4 / 3 * np.pi * np.diff(vols)
 
 
+def block_plan(blocks, n_frames):
+    """The block of each of the `n_frames` frames of a run: `blocks` consecutive blocks
+    whose sizes differ by at most one frame (as :func:`numpy.array_split` splits)."""
+    if isinstance(blocks, bool) or not isinstance(blocks, numbers.Integral):
+        raise TypeError(f"blocks must be an integer, got {blocks!r}")
+    if blocks < 2:
+        raise ValueError(f"blocks must be at least 2 to estimate an error, got {blocks}")
+    if blocks > n_frames:
+        raise ValueError(
+            f"blocks={blocks} is more than the {n_frames} frames of the run: each block needs "
+            f"at least one frame"
+        )
+    sizes = [len(part) for part in np.array_split(np.arange(n_frames), blocks)]
+    return np.repeat(np.arange(blocks), sizes)
+
+
+def block_sem(values):
+    r"""Standard error of the mean over blocks (axis 0):
+    :math:`\sqrt{\sum_b (x_b - \bar x)^2 / (B (B - 1))}`."""
+    values = np.asarray(values, dtype=np.float64)
+    return values.std(axis=0, ddof=1) / np.sqrt(values.shape[0])
+
+
+def _sum_items(values):
+    """Aggregate block counts of the workers: arrays are summed; lists of arrays (InterRDF_s)
+    are summed item by item."""
+    if isinstance(values[0], list):
+        return [np.sum(arrays, axis=0) for arrays in zip(*values)]
+    return np.sum(values, axis=0)
+
+
 def histogram_edges(nbins, rng):
     """``numpy.histogram``'s edges (as MDAnalysis builds them) and the bin centres."""
     _, edges = np.histogram([-1], bins=nbins, range=rng)
@@ -154,6 +186,10 @@ class RDFBase(AnalysisBase):
         self.method = validate_method(method)
         self._worker_threads = self.n_threads
         self._engine = None
+        self._block_plan = None
+        self._local_blocks = None
+        self._block_arrays = None
+        self._run_options = {}
 
     def _make_engine(self):
         """The engine of this worker (created in the worker, in ``_prepare``)."""
@@ -166,37 +202,223 @@ class RDFBase(AnalysisBase):
 
     def run(self, start=None, stop=None, step=None, frames=None, verbose=None, *,
             n_workers=None, n_parts=None, backend=None, unsupported_backend=False,
-            progressbar_kwargs=None):
+            progressbar_kwargs=None, blocks=None):
         """Perform the calculation (see :meth:`MDAnalysis.analysis.base.AnalysisBase.run`).
 
         With a parallel `backend` and no explicit ``n_threads``, the cores are shared among
         the `n_workers` processes.
+
+        Parameters
+        ----------
+        blocks : int, optional
+            Keyword only. Also histogram the frames in `blocks` consecutive blocks (at least
+            2, at most the number of frames; split as :func:`numpy.array_split` splits the
+            frames) and estimate the standard error of the results from the spread of the
+            blocks (see :ref:`block-averaging`). Adds ``results.block_*`` and
+            ``results.*_sem``. The block counts are integers summed over frames, so every
+            parallel backend gives the same blocks.
         """
         if self.n_threads is None and n_workers and n_workers > 1:
             self._worker_threads = max(1, available_cpus() // n_workers)
         else:
             self._worker_threads = self.n_threads
-        return super().run(
+        self._block_plan = None
+        if blocks is not None:
+            n_total = len(self._setup_computation_groups(
+                1, start=start, stop=stop, step=step, frames=frames)[0])
+            self._block_plan = block_plan(blocks, n_total)
+        self._run_options = {
+            "start": start, "stop": stop, "step": step,
+            "backend": ("serial" if backend is None else backend if isinstance(backend, str)
+                        else type(backend).__name__),
+            "n_workers": n_workers, "n_parts": n_parts, "blocks": blocks,
+        }
+        super().run(
             start=start, stop=stop, step=step, frames=frames, verbose=verbose,
             n_workers=n_workers, n_parts=n_parts, backend=backend,
             unsupported_backend=unsupported_backend, progressbar_kwargs=progressbar_kwargs,
         )
+        if self._block_plan is not None:
+            self._conclude_blocks()
+        return self
 
     def _compute(self, indexed_frames, verbose=None, *, progressbar_kwargs=None):
+        # With blocks: the block of each frame of this worker, from the frame's index in the
+        # whole run (the first column of indexed_frames), whatever the split.
+        plan = getattr(self, "_block_plan", None)
+        self._block_arrays = None
+        self._local_blocks = (None if plan is None
+                              else plan[np.asarray(indexed_frames, dtype=np.int64)[:, 0]])
         # A GPU engine queues frames asynchronously; collect its counts before the worker's
         # results are handed back.
         super()._compute(indexed_frames, verbose=verbose, progressbar_kwargs=progressbar_kwargs)
         self._synchronize()
+        if plan is not None:
+            self._finish_blocks()
         return self
+
+    # -- block averaging -----------------------------------------------------------------
+    #: Results fields that receive the counts of a frame (lists of arrays for InterRDF_s).
+    _count_fields = ("count_uint64",)
+    #: Results fields set by ``_conclude`` for which blocks give a standard error.
+    _block_outputs = ("rdf",)
+
+    def _ensure_block_arrays(self):
+        """Allocate (once per worker, after ``_prepare``) ``results.block_<field>`` for every
+        count field, with one row per block, and the views the kernels write into."""
+        if self._block_arrays is not None:
+            return self._block_arrays
+        n_blocks = int(self._block_plan.max()) + 1
+        views = {}
+        for field in self._count_fields:
+            target = self.results[field]
+            if isinstance(target, list):
+                blocks = [np.zeros((n_blocks,) + t.shape, dtype=t.dtype) for t in target]
+                for k, arr in enumerate(blocks):
+                    views[(field, k)] = [arr[b] for b in range(n_blocks)]
+            else:
+                blocks = np.zeros((n_blocks,) + target.shape, dtype=target.dtype)
+                views[(field, None)] = [blocks[b] for b in range(n_blocks)]
+            self.results["block_" + field] = blocks
+        self.results.block_n_frames = np.zeros(n_blocks, dtype=np.int64)
+        self.results.block_volume_cum = np.zeros(n_blocks, dtype=np.float64)
+        self._block_arrays = views
+        return views
+
+    def _frame_out(self, out, field="count_uint64", index=None):
+        """The array the counts of the current frame go into.
+
+        Without blocks: `out` (a view of ``results.<field>``, or of its item `index`). With
+        blocks: the same view of the row of the frame's block. The views are cached, so that
+        a GPU engine sees one output object for all the frames of a block (it adds its queued
+        counts into the previous output when the output changes)."""
+        if self._local_blocks is None:
+            return out
+        views = self._ensure_block_arrays()[(field, index)]
+        b = self._local_blocks[self._frame_index]
+        if views[b].shape != out.shape:
+            views[b] = views[b].reshape(out.shape)
+        return views[b]
+
+    def _finish_blocks(self):
+        """End of a worker's frames: add the blocks' counts into the totals."""
+        self._ensure_block_arrays()
+        for field in self._count_fields:
+            target = self.results[field]
+            blocks = self.results["block_" + field]
+            if isinstance(target, list):
+                for t, b in zip(target, blocks):
+                    t += b.sum(axis=0, dtype=b.dtype)
+            else:
+                target += blocks.sum(axis=0, dtype=blocks.dtype)
+
+    def _block_lookup(self):
+        """Aggregators of the block results, for ``_get_aggregator`` (none without
+        blocks)."""
+        if getattr(self, "_block_plan", None) is None:
+            return {}
+        lookup = {"block_n_frames": ResultsGroup.ndarray_sum,
+                  "block_volume_cum": ResultsGroup.ndarray_sum}
+        for field in self._count_fields:
+            lookup["block_" + field] = _sum_items
+        return lookup
+
+    def _conclude_blocks(self):
+        """Normalise every block exactly as ``_conclude`` normalises the whole run (with the
+        block's own frames and mean box volume) and add ``block_<name>`` (one row per block)
+        and ``<name>_sem`` (the standard error of the block mean)."""
+        full = self.results
+        saved = {k: getattr(self, k) for k in ("n_frames", "volume_cum") if hasattr(self, k)}
+        per_block = {name: [] for name in self._block_outputs}
+        try:
+            for b in range(len(full.block_n_frames)):
+                part = Results(edges=full.edges, bins=full.bins)
+                for field in self._count_fields:
+                    blocks = full["block_" + field]
+                    part[field] = ([x[b] for x in blocks] if isinstance(blocks, list)
+                                   else blocks[b])
+                if "volume_cum" in full:
+                    part.volume_cum = full.block_volume_cum[b]
+                self.results = part
+                self.n_frames = int(full.block_n_frames[b])
+                self._conclude()
+                for name in self._block_outputs:
+                    if name in part:
+                        per_block[name].append(part[name])
+        finally:
+            self.results = full
+            for k, v in saved.items():
+                setattr(self, k, v)
+        for name, values in per_block.items():
+            if not values:
+                continue
+            if isinstance(values[0], list):  # InterRDF_s: one array per pair of groups
+                stacked = [np.stack(v) for v in zip(*values)]
+                full["block_" + name] = stacked
+                full[name + "_sem"] = [block_sem(s) for s in stacked]
+            else:
+                stacked = np.stack(values)
+                full["block_" + name] = stacked
+                full[name + "_sem"] = block_sem(stacked)
+
+    # -- outputs -------------------------------------------------------------------------
+    def save(self, filename, format=None, *, metadata=None):
+        """Save the results and the parameters of the run (see :func:`mdakit_fastrdf.save`).
+
+        Parameters
+        ----------
+        filename : str or pathlib.Path
+            Output file; the format follows the suffix: ``.npz``, ``.csv``, ``.h5`` or
+            ``.hdf5``.
+        format : {'npz', 'csv', 'hdf5'}, optional
+            Overrides the suffix.
+        metadata : dict, optional
+            Extra JSON-serialisable entries stored with the parameters (e.g. the selection
+            strings of the groups).
+
+        Returns
+        -------
+        pathlib.Path
+            The file written.
+        """
+        from .io import save
+
+        return save(self, filename, format=format, metadata=metadata)
+
+    def plot(self, ax=None, **kwargs):
+        """Plot the results on a matplotlib Axes (see :func:`mdakit_fastrdf.plot`).
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+        """
+        from .plotting import plot
+
+        return plot(self, ax=ax, **kwargs)
+
+    def parameters(self):
+        """The parameters of the last run, as the JSON-serialisable dict that :meth:`save`
+        stores beside the numbers (see :func:`mdakit_fastrdf.io.run_parameters`)."""
+        from .io import run_parameters
+
+        return run_parameters(self)
 
     def _synchronize(self):
         if getattr(self, "_engine", None) is not None:
             self._engine.synchronize()
 
     def _frame_box(self) -> Box:
-        """The checked box of the current frame; norm='rdf' without a box is an error."""
+        """The checked box of the current frame; norm='rdf' without a box is an error.
+
+        Every analysis calls it once at the start of each frame; with blocks it also counts
+        the frame and its box volume in the frame's block."""
         ts = self._ts
         box = prepare_box(ts.dimensions)
+        if self._local_blocks is not None:  # count the frame and its volume in its block
+            self._ensure_block_arrays()
+            b = self._local_blocks[self._frame_index]
+            self.results.block_n_frames[b] += 1
+            self.results.block_volume_cum[b] += ts.volume if box.kind != NO_BOX else 0.0
         if self.norm == "rdf" and box.kind == NO_BOX:
             raise ValueError(
                 "norm='rdf' needs the box volume, but this trajectory has no box "

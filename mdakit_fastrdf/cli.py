@@ -1,12 +1,15 @@
 """Command-line interface: ``mdakit-fastrdf``.
 
-Computes a site-site radial distribution function with
-:class:`mdakit_fastrdf.InterRDF` and writes it to a CSV or NPZ table,
-optionally with a plot. Without a topology it runs on the adenylate kinase
-in water demo system shipped with MDAnalysisTests::
+Computes a radial distribution function between two selections with
+:class:`mdakit_fastrdf.InterRDF` and writes it, with the parameters of the run, to a CSV,
+NPZ or HDF5 file (:func:`mdakit_fastrdf.save`; read it back with
+:func:`mdakit_fastrdf.load`), optionally with a plot and block-averaged error estimates.
+Without a topology it runs on the adenylate kinase in water demo system shipped with
+MDAnalysisTests::
 
     mdakit-fastrdf --plot rdf.png
     mdakit-fastrdf topol.tpr traj.xtc -s1 "name OW" -s2 "name HW1 HW2" -o rdf.npz
+    mdakit-fastrdf topol.tpr traj.xtc --blocks 5 --backend multiprocessing --n-workers 4
 
 Run ``mdakit-fastrdf --help`` for all options.
 """
@@ -14,7 +17,6 @@ Run ``mdakit-fastrdf --help`` for all options.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Sequence
@@ -22,13 +24,13 @@ from pathlib import Path
 
 import MDAnalysis as mda
 import numpy as np
-from MDAnalysis.analysis.results import Results
 from MDAnalysis.exceptions import SelectionError
 
 PROG = "mdakit-fastrdf"
-OUTPUT_SUFFIXES = (".csv", ".npz")
+OUTPUT_SUFFIXES = (".csv", ".npz", ".h5", ".hdf5")
 QUANTITY = {"rdf": "g(r)", "density": "ρ(r)", "none": "n(r)"}
-YLABELS = {"rdf": "g(r)", "density": "ρ(r) (Å⁻³)", "none": "n(r) (pairs per frame)"}
+#: Parallel backends of MDAnalysis; other names are passed to ``run(backend=...)`` as given.
+KNOWN_BACKENDS = ("serial", "multiprocessing", "dask")
 
 
 class CLIError(Exception):
@@ -111,20 +113,35 @@ def build_parser() -> argparse.ArgumentParser:
         help="CPU threads per process (default: all cores, shared among the workers)",
     )
     compute.add_argument(
-        "--backend", choices=("serial", "multiprocessing", "dask"), default="serial",
-        help="MDAnalysis parallel backend splitting the frames (default: %(default)s)",
+        "--backend", type=_backend, default="serial", metavar="NAME",
+        help="parallel backend splitting the frames over processes: serial, "
+        "multiprocessing or dask (MDAnalysis's), or any other backend name that "
+        "InterRDF.run(backend=...) accepts (default: %(default)s)",
     )
     compute.add_argument(
-        "--n-workers", type=_positive_int, help="number of workers of a parallel backend"
+        "--n-workers", type=_positive_int,
+        help="number of workers of a parallel backend (default for multiprocessing and "
+        "dask: the number of cores this process may use)",
+    )
+    compute.add_argument(
+        "--blocks", type=_blocks, metavar="N",
+        help="also compute the RDF of N consecutive blocks of frames and write the "
+        "standard error of the mean over the blocks (rdf_sem) and the per-block results",
     )
 
     output = parser.add_argument_group("output")
     output.add_argument(
         "-o", "--output", type=Path, default=Path("rdf.csv"),
-        help="output table, .csv or .npz (default: %(default)s)",
+        help="output file with the results and the parameters of the run: .csv (table "
+        "with a header naming columns and units), .npz, or .h5/.hdf5 (needs h5py) "
+        "(default: %(default)s)",
     )
     output.add_argument(
         "--plot", type=Path, metavar="FILE", help="also plot g(r) to FILE (e.g. rdf.png)"
+    )
+    output.add_argument(
+        "--coordination", action="store_true",
+        help="with --plot: also draw the running coordination number",
     )
     output.add_argument(
         "--no-progress", action="store_true",
@@ -146,9 +163,32 @@ def _check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
     if not 0.0 <= rmin < rmax:
         parser.error(f"--range needs 0 <= RMIN < RMAX, got {rmin:g} {rmax:g}")
     if args.output.suffix.lower() not in OUTPUT_SUFFIXES:
-        parser.error(f"--output must end in .csv or .npz, got {str(args.output)!r}")
+        parser.error(f"--output must end in .csv, .npz, .h5 or .hdf5, got {str(args.output)!r}")
+    if args.output.suffix.lower() in (".h5", ".hdf5"):
+        try:
+            import h5py  # noqa: F401
+        except ImportError:
+            parser.error("--output .h5/.hdf5 needs h5py: pip install h5py "
+                         "(or use .csv or .npz)")
     if args.n_workers is not None and args.backend == "serial":
-        parser.error("--n-workers needs --backend multiprocessing or dask")
+        parser.error("--n-workers needs a parallel --backend (multiprocessing, dask, ...)")
+    if args.coordination and args.plot is None:
+        parser.error("--coordination needs --plot FILE")
+
+
+def _backend(text: str) -> str:
+    name = text.strip()
+    if not name:
+        raise argparse.ArgumentTypeError("the backend name is empty")
+    return name
+
+
+def _blocks(text: str) -> int:
+    value = int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(
+            f"needs at least 2 blocks to estimate an error, got {text}")
+    return value
 
 
 def _device(text: str) -> str:
@@ -250,48 +290,24 @@ def first_peak(bins: np.ndarray, rdf: np.ndarray, r_min: float = 1.0) -> tuple[f
     return float(bins[i]), float(rdf[i])
 
 
-def write_table(path: Path, results: Results, parameters: dict) -> None:
-    """Write the RDF to `path`, a ``.csv`` or ``.npz`` file.
-
-    The CSV file starts with a comment line holding `parameters` as JSON,
-    followed by the columns ``r_angstrom,rdf,count``. The NPZ file holds the
-    arrays ``bins``, ``edges``, ``count`` and ``rdf`` and the JSON string
-    ``parameters``.
-    """
-    if path.suffix.lower() == ".npz":
-        np.savez(
-            path, bins=results.bins, edges=results.edges, count=results.count,
-            rdf=results.rdf, parameters=json.dumps(parameters),
-        )
-        return
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(f"# {PROG} {json.dumps(parameters)}\n")
-        fh.write("r_angstrom,rdf,count\n")
-        table = np.column_stack([results.bins, results.rdf, results.count])
-        np.savetxt(fh, table, delimiter=",", fmt=("%.6f", "%.10g", "%d"))
-
-
-def write_plot(path: Path, results: Results, args: argparse.Namespace) -> None:
-    """Plot the RDF against r to `path` with matplotlib's Agg backend."""
+def write_plot(path: Path, rdf, args: argparse.Namespace) -> None:
+    """Plot the RDF (:func:`mdakit_fastrdf.plot`) to `path` with matplotlib's Agg backend."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
+    from mdakit_fastrdf.plotting import plot
+
     fig = Figure(figsize=(6.0, 4.0), layout="constrained")
     FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    ax.plot(results.bins, results.rdf)
-    if args.norm == "rdf":
-        ax.axhline(1.0, color="0.6", linewidth=0.8, linestyle="--")
-    ax.set_xlabel("r (Å)")
-    ax.set_ylabel(YLABELS[args.norm])
-    ax.set_xlim(results.edges[0], results.edges[-1])
+    ax = plot(rdf, fig.add_subplot(), coordination=args.coordination)
     ax.set_title(f"{args.select1}  –  {args.select2}")
     fig.savefig(path, dpi=150)
 
 
 def run(args: argparse.Namespace) -> None:
     """Compute the RDF described by parsed command-line `args` and write the outputs."""
-    from mdakit_fastrdf import InterRDF, __version__
+    from mdakit_fastrdf import InterRDF
+    from mdakit_fastrdf._engine import available_cpus
 
     if args.plot is not None:
         try:
@@ -313,34 +329,36 @@ def run(args: argparse.Namespace) -> None:
         exclusion_block=args.exclusion_block, exclude_same=args.exclude_same,
         device=args.device, precision=args.precision, n_threads=args.n_threads,
     )
+    n_workers = args.n_workers
+    if n_workers is None and args.backend in ("multiprocessing", "dask"):
+        n_workers = available_cpus()
     t0 = time.perf_counter()
     rdf.run(
         start=args.start, stop=args.stop, step=args.step,
         verbose=not args.no_progress and args.backend == "serial",
-        backend=args.backend, n_workers=args.n_workers,
+        backend=args.backend, n_workers=n_workers, blocks=args.blocks,
     )
     wall = time.perf_counter() - t0
 
     n_frames = rdf.n_frames
-    parameters = {"version": __version__}
-    for key in ("topology", "trajectory", "select1", "select2", "nbins", "range", "norm",
-                "exclusion_block", "exclude_same", "start", "stop", "step", "device",
-                "precision", "n_threads", "backend", "n_workers"):
-        value = getattr(args, key)
-        parameters[key] = list(value) if isinstance(value, tuple) else value
-    parameters.update(n_atoms1=len(g1), n_atoms2=len(g2), n_frames=n_frames)
-    write_table(args.output, rdf.results, parameters)
+    rdf.save(args.output, metadata={"select1": args.select1, "select2": args.select2,
+                                    "command": PROG, "wall_s": round(wall, 6)})
     if args.plot is not None:
-        write_plot(args.plot, rdf.results, args)
+        write_plot(args.plot, rdf, args)
 
-    r_peak, g_peak = first_peak(rdf.results.bins, rdf.results.rdf)
+    res = rdf.results
+    r_peak, g_peak = first_peak(res.bins, res.rdf)
+    peak = f"{QUANTITY[args.norm]} = {g_peak:.4g}"
+    if "rdf_sem" in res:
+        k = int(np.argmin(np.abs(res.bins - r_peak)))
+        peak += f" ± {res.rdf_sem[k]:.2g} (standard error over {args.blocks} blocks)"
     rate = len(g1) * len(g2) * n_frames / wall if wall > 0 else float("inf")
     print(f"System     : {len(g1)} x {len(g2)} atoms "
           f"({args.select1!r} x {args.select2!r}), {n_frames} frames")
-    print(f"First peak : {QUANTITY[args.norm]} = {g_peak:.4g} at r = {r_peak:.3f} Å")
+    print(f"First peak : {peak} at r = {r_peak:.3f} Å")
     print(f"Run time   : {wall:.3f} s ({args.precision} precision, device {args.device})")
     print(f"Throughput : {rate:.3e} pair distances per second")
-    print(f"Table      : {args.output}")
+    print(f"Results    : {args.output} (read with mdakit_fastrdf.load)")
     if args.plot is not None:
         print(f"Plot       : {args.plot}")
 

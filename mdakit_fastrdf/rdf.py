@@ -271,7 +271,8 @@ class InterRDF(RDFBase):
         self._take_positions(self._ix, self._buf)
         box = self._mdanalysis_compat(box, self._buf)
         self._engine.accumulate(
-            self._buf, self._offsets, self._pairs, self._edges, box, self._labels, self._out
+            self._buf, self._offsets, self._pairs, self._edges, box, self._labels,
+            self._frame_out(self._out),
         )
         if self.norm == "rdf":
             self.results.volume_cum += ts.volume
@@ -283,6 +284,7 @@ class InterRDF(RDFBase):
                 "volume_cum": ResultsGroup.ndarray_sum,
                 "bins": ResultsGroup.ndarray_mean,
                 "edges": ResultsGroup.ndarray_mean,
+                **self._block_lookup(),
             }
         )
 

@@ -141,6 +141,8 @@ class InterRDF_s(RDFBase):
     >>> cdf = rdf.get_cdf()  # doctest: +SKIP
     """
 
+    _count_fields = ("count",)
+
     def __init__(
         self,
         u,
@@ -205,15 +207,18 @@ class InterRDF_s(RDFBase):
                     raise ValueError("all AtomGroups in ags must belong to the same Universe")
         return ags
 
-    def memory_bytes(self, n_workers=1):
+    def memory_bytes(self, n_workers=1, blocks=None):
         """Bytes of histogram memory a run needs: ``sum(n1 * n2) * nbins * 8`` per process
-        (each of `n_workers`), plus one combined copy when there is more than one."""
+        (each of `n_workers`), times ``1 + blocks`` with `blocks`, plus one combined copy when
+        there is more than one process."""
         per = sum(len(a) * len(b) for a, b in self.ags) * self.rdf_settings["bins"] * 8
+        if blocks:
+            per *= 1 + int(blocks)
         n_workers = max(1, int(n_workers or 1))
         return per * (n_workers + (1 if n_workers > 1 else 0))
 
-    def _check_memory(self, n_workers=1):
-        need = self.memory_bytes(n_workers)
+    def _check_memory(self, n_workers=1, blocks=None):
+        need = self.memory_bytes(n_workers, blocks)
         avail = available_memory_bytes()
         if avail is not None and need > avail:
             shapes = ", ".join(f"({len(a)}, {len(b)}, {self.rdf_settings['bins']})"
@@ -227,16 +232,19 @@ class InterRDF_s(RDFBase):
 
     def run(self, start=None, stop=None, step=None, frames=None, verbose=None, *,
             n_workers=None, n_parts=None, backend=None, unsupported_backend=False,
-            progressbar_kwargs=None):
+            progressbar_kwargs=None, blocks=None):
         """Perform the calculation (see :meth:`MDAnalysis.analysis.base.AnalysisBase.run`).
 
-        Checks first that the histograms fit in memory (see Raises).
+        Checks first that the histograms fit in memory (see Raises). With `blocks` (keyword
+        only, see :meth:`mdakit_fastrdf.InterRDF.run`) every block holds a copy of the
+        histograms, so the memory grows by ``blocks`` times.
         """
-        self._check_memory(n_workers if backend not in (None, "serial") else 1)
+        self._check_memory(n_workers if backend not in (None, "serial") else 1, blocks)
         return super().run(
             start=start, stop=stop, step=step, frames=frames, verbose=verbose,
             n_workers=n_workers, n_parts=n_parts, backend=backend,
             unsupported_backend=unsupported_backend, progressbar_kwargs=progressbar_kwargs,
+            blocks=blocks,
         )
 
     def _prepare(self):
@@ -274,7 +282,7 @@ class InterRDF_s(RDFBase):
             kbox = mdanalysis_compat(box, buf, n1, n2, rmax)
             self._kernel(buf[:n1], buf[n1:], rmin, rmax, nbins, kbox.kind,
                          None if kbox.kind == NO_BOX else kbox.vectors,
-                         self.results.count[k], double, threads)
+                         self._frame_out(self.results.count[k], "count", k), double, threads)
         if self.norm == "rdf":
             self.results.volume_cum += self._ts.volume
 
@@ -285,6 +293,7 @@ class InterRDF_s(RDFBase):
                 "volume_cum": ResultsGroup.ndarray_sum,
                 "bins": ResultsGroup.ndarray_mean,
                 "edges": ResultsGroup.ndarray_mean,
+                **self._block_lookup(),
             }
         )
 

@@ -240,6 +240,8 @@ class SpeciesRDF(RDFBase):
         srdf = SpeciesRDF(u.atoms, exclude_same="residue").run()
     """
 
+    _block_outputs = ("rdf", "cdf", "coordination", "total_rdf")
+
     def __init__(
         self,
         atomgroup,
@@ -327,7 +329,7 @@ class SpeciesRDF(RDFBase):
         if box.kind != NO_BOX:
             wrap_positions(self._buf, box)
         self._engine.accumulate(self._buf, self._offsets, self._pairs, self._edges, box,
-                                self._labels, self.results.count_uint64)
+                                self._labels, self._frame_out(self.results.count_uint64))
         if self.norm == "rdf":
             self.results.volume_cum += self._ts.volume
 
@@ -338,6 +340,7 @@ class SpeciesRDF(RDFBase):
                 "volume_cum": ResultsGroup.ndarray_sum,
                 "bins": ResultsGroup.ndarray_mean,
                 "edges": ResultsGroup.ndarray_mean,
+                **self._block_lookup(),
             }
         )
 

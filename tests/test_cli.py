@@ -7,6 +7,7 @@ import sys
 import numpy as np
 import pytest
 
+import mdakit_fastrdf
 from mdakit_fastrdf.cli import first_peak, main
 
 pytest.importorskip("MDAnalysisTests")
@@ -22,40 +23,85 @@ def test_csv_default_output(tmp_path, monkeypatch, capsys):
     assert "First peak" in out
     assert "pair distances per second" in out
 
-    lines = (tmp_path / "rdf.csv").read_text().splitlines()
+    lines = (tmp_path / "rdf.csv").read_text(encoding="utf-8").splitlines()
     assert lines[0].startswith("# mdakit-fastrdf ")
-    parameters = json.loads(lines[0].split(" ", 2)[2])
+    header = json.loads(lines[0].split(" ", 2)[2])
+    parameters = header["parameters"]
+    assert header["analysis"] == "InterRDF"
     assert parameters["select1"] == parameters["select2"] == "name OW"
     assert parameters["exclusion_block"] == [1, 1]
     assert parameters["n_frames"] == 2
-    assert lines[1] == "r_angstrom,rdf,count"
+    assert parameters["frames"] == [0, 1]
+    assert parameters["version"] == mdakit_fastrdf.__version__
+    assert lines[1].startswith("# columns: r_angstrom: bin centre (Å)")
+    assert lines[2] == "r_angstrom,r_lo_angstrom,r_hi_angstrom,rdf,count"
 
-    table = np.loadtxt(tmp_path / "rdf.csv", delimiter=",", skiprows=2)
-    assert table.shape == (75, 3)
-    np.testing.assert_allclose(table[:, 0], np.arange(75) * 0.2 + 0.1)
-    assert table[0, 2] == 0  # self pairs are excluded in the demo
-    r_peak, g_peak = first_peak(table[:, 0], table[:, 1])
+    table = np.genfromtxt(tmp_path / "rdf.csv", delimiter=",", names=True, skip_header=2)
+    assert table.shape == (75,)
+    np.testing.assert_allclose(table["r_angstrom"], np.arange(75) * 0.2 + 0.1)
+    assert table["count"][0] == 0  # self pairs are excluded in the demo
+    r_peak, g_peak = first_peak(table["r_angstrom"], table["rdf"])
     assert 2.5 < r_peak < 3.1  # water O-O first shell
     assert g_peak > 2
+    data = mdakit_fastrdf.load(tmp_path / "rdf.csv")
+    np.testing.assert_array_equal(data.results.rdf, table["rdf"])
 
 
 def test_npz_output(tmp_path):
     out = tmp_path / "rdf.npz"
     args = ["--nbins", "30", "--range", "2", "8", "--norm", "density", "-o", str(out)]
     assert main(FAST + args) == 0
-    with np.load(out) as data:
-        assert set(data.files) == {"bins", "edges", "count", "rdf", "parameters"}
-        np.testing.assert_allclose(data["edges"], np.linspace(2.0, 8.0, 31))
-        assert data["bins"].shape == data["count"].shape == data["rdf"].shape == (30,)
-        parameters = json.loads(str(data["parameters"]))
-    assert parameters["norm"] == "density"
-    assert parameters["range"] == [2.0, 8.0]
+    data = mdakit_fastrdf.load(out)
+    np.testing.assert_allclose(data.results.edges, np.linspace(2.0, 8.0, 31))
+    assert data.results.bins.shape == data.results.count.shape == data.results.rdf.shape == (30,)
+    assert data.parameters["norm"] == "density"
+    assert data.parameters["range"] == [2.0, 8.0]
+    with np.load(out, allow_pickle=False) as z:  # plain numpy reads it too
+        assert {"results.rdf", "results.count_uint64", "meta"} <= set(z.files)
+
+
+def test_hdf5_output(tmp_path):
+    pytest.importorskip("h5py")
+    out = tmp_path / "rdf.h5"
+    assert main(FAST + ["-o", str(out)]) == 0
+    data = mdakit_fastrdf.load(out)
+    assert data.analysis == "InterRDF"
+    assert data.parameters["select1"] == "name OW"
+    assert data.results.rdf.shape == (75,)
+
+
+def test_blocks_and_backend(tmp_path, capsys):
+    out = tmp_path / "rdf.npz"
+    args = ["--stop", "4", "--no-progress", "--blocks", "2",
+            "--backend", "multiprocessing", "--n-workers", "2", "-o", str(out)]
+    assert main(args) == 0
+    assert "standard error over 2 blocks" in capsys.readouterr().out
+    data = mdakit_fastrdf.load(out)
+    assert data.parameters["backend"] == "multiprocessing"
+    assert data.parameters["n_workers"] == 2
+    assert data.parameters["blocks"] == 2
+    res = data.results
+    assert res.block_count_uint64.shape == (2, 75)
+    np.testing.assert_array_equal(res.block_count_uint64.sum(axis=0), res.count_uint64)
+    np.testing.assert_allclose(res.rdf_sem, res.block_rdf.std(axis=0, ddof=1) / np.sqrt(2))
+
+
+def test_unknown_backend_is_passed_to_run(tmp_path, capsys):
+    # names other than MDAnalysis's go to run(backend=...) unchanged (e.g. the package's own
+    # backends); an unknown one is reported as a one-line error
+    args = FAST + ["--backend", "no-such-backend", "--n-workers", "2",
+                   "-o", str(tmp_path / "rdf.csv")]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "no-such-backend" in err
+    assert "Traceback" not in err
 
 
 def test_plot(tmp_path):
     pytest.importorskip("matplotlib")
     png = tmp_path / "rdf.png"
-    assert main(FAST + ["-o", str(tmp_path / "rdf.csv"), "--plot", str(png)]) == 0
+    args = ["-o", str(tmp_path / "rdf.csv"), "--plot", str(png), "--coordination"]
+    assert main(FAST + args) == 0
     assert png.read_bytes().startswith(b"\x89PNG")
 
 
@@ -87,6 +133,10 @@ def test_bad_selection(selection, message, tmp_path, capsys):
         ["--range", "5", "1"],
         ["--norm", "bogus"],
         ["--exclusion-block", "1", "1", "--exclude-same", "residue"],
+        ["--n-workers", "2"],
+        ["--n-workers", "0", "--backend", "multiprocessing"],
+        ["--blocks", "1"],
+        ["--coordination"],
     ],
 )
 def test_bad_arguments(args, capsys):
@@ -113,7 +163,7 @@ def test_python_m(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "x.csv").stat().st_size > 0
-    assert "Table" in proc.stdout
+    assert "Results" in proc.stdout
 
 
 def test_first_peak_falls_back_to_maximum():
