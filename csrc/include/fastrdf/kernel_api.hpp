@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <algorithm>
+#include <atomic>
 #include <stdexcept>
 #include <vector>
 
@@ -15,6 +16,10 @@ namespace fastrdf {
 // How a kernel finds the pairs: every pair, cell lists (cells.hpp), or whichever is expected
 // to be faster for the frame.
 enum Method : int { kMethodAuto = 0, kMethodAllPairs = 1, kMethodCells = 2 };
+
+// The most bins any kernel takes (the GPU's float bin index needs nbins < 2^22; the CPU keeps
+// the same limit so that every device accepts the same problems).
+constexpr int kMaxBins = 4000000;
 
 // One frame's work: every requested species pair of one coordinate block.
 struct FrameProblem {
@@ -65,6 +70,10 @@ struct Workspace {
     CellGrid grid;
     CellPlan plan;            // the last frame's plan (when the method was not all-pairs)
     bool used_cells = false;  // whether the last frame ran on cell lists
+    // Pairs a thread bins into its private uint32 histogram before flushing it into the
+    // uint64 totals. UINT32_MAX in production; tests lower it to exercise the flushes.
+    uint64_t flush_limit = 0xFFFFFFFFull;
+    std::atomic<bool> overfull{false};  // a reservation above flush_limit happened (a bug)
 };
 
 
