@@ -216,6 +216,7 @@ class InterRDF(RDFBase):
 
     # -- per-worker setup ---------------------------------------------------------------
     def _prepare(self):
+        self._check_histogram_memory(1, self.rdf_settings["bins"], result_arrays=2)
         edges, bins = histogram_edges(self.rdf_settings["bins"], self.rdf_settings["range"])
         nbins = len(bins)
         self.results.edges = edges

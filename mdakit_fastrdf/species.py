@@ -272,9 +272,16 @@ class SpeciesRDF(RDFBase):
         self._init_compute(device, precision, n_threads, method)
 
         species = _group_species(atomgroup, by)
+        from MDAnalysis.core.groups import UpdatingAtomGroup
+
         for label, ag in species:
             if ag.universe is not atomgroup.universe:
                 raise ValueError(f"by: species {label!r} belongs to another Universe")
+            if isinstance(ag, UpdatingAtomGroup):
+                raise ValueError(
+                    f"by: species {label!r} is an UpdatingAtomGroup; its atoms would be frozen "
+                    f"at construction. Pass a static AtomGroup (e.g. group.atoms)."
+                )
             if len(ag) == 0:
                 raise ValueError(f"by: species {label!r} has no atoms")
         labels = [label for label, _ in species]
@@ -299,6 +306,7 @@ class SpeciesRDF(RDFBase):
     # -- per-worker setup ---------------------------------------------------------------
     def _prepare(self):
         nbins = self.rdf_settings["bins"]
+        self._check_histogram_memory(len(self._pairs), nbins, result_arrays=4)
         edges, bins = histogram_edges(nbins, self.rdf_settings["range"])
         self.results.edges = edges
         self.results.bins = bins
