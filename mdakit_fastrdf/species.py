@@ -113,7 +113,9 @@ class SpeciesRDF(RDFBase):
         list of AtomGroups (labelled 0, 1, ...). Species may overlap only when given as a
         mapping or list.
     nbins : int, optional
-        Number of bins.
+        Number of bins. At most 4,000,000 (the kernels' limit; more is a
+        ValueError). Histograms that do not fit in the available memory are a
+        MemoryError with the size, raised before they are allocated.
     range : tuple of float, optional
         ``(rmin, rmax)`` in Å; bins follow :func:`numpy.histogram` (the last bin is closed).
     norm : {'rdf', 'density', 'none'}, optional

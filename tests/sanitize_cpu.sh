@@ -17,7 +17,7 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 python="${PYTHON:-python3}"
 target="${SANITIZE_TARGET:-${TMPDIR:-/tmp}/fastrdf-sanitize}"
-flags="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -g -O1"
+flags="-fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer -fno-sanitize-recover=all -g -O1"
 
 echo "== building the CPU module with ${flags} into ${target}"
 rm -rf "${target}"
@@ -26,7 +26,7 @@ cd "${repo}"
     -C cmake.define.FASTRDF_CUDA=OFF -C cmake.define.FASTRDF_DISPATCH=OFF \
     -C cmake.build-type=RelWithDebInfo \
     -C "cmake.define.CMAKE_CXX_FLAGS=${flags}" \
-    -C "cmake.define.CMAKE_SHARED_LINKER_FLAGS=-fsanitize=address,undefined" \
+    -C "cmake.define.CMAKE_SHARED_LINKER_FLAGS=-fsanitize=address,undefined,float-cast-overflow" \
     -C build-dir="${TMPDIR:-/tmp}/fastrdf-sanitize-build" .
 
 libasan="$(${CXX:-g++} -print-file-name=libasan.so)"
