@@ -18,6 +18,7 @@ from MDAnalysis.analysis.base import AnalysisBase
 from MDAnalysis.analysis.results import Results, ResultsGroup
 
 from ._engine import (
+    MAX_BINS,
     NO_BOX,
     ORTHO,
     ORTHO_SCALED,
@@ -51,12 +52,31 @@ def check_atomgroup(ag, name):
         raise ValueError(f"{name} is an empty AtomGroup: select at least one atom")
 
 
-def check_nbins(nbins):
+def check_nbins(nbins, limit=MAX_BINS):
+    """``nbins`` as an int: an integer from 1 to `limit` (None: no upper limit)."""
     if isinstance(nbins, bool) or not isinstance(nbins, numbers.Integral):
         raise TypeError(f"nbins must be an integer, got {nbins!r}")
     if nbins < 1:
         raise ValueError(f"nbins must be >= 1, got {nbins}")
+    if limit is not None and nbins > limit:
+        raise ValueError(
+            f"nbins={nbins} is more than the {limit:,} bins the kernels take "
+            f"(the counts alone would need {8 * nbins / 2**30:.2f} GiB per histogram)"
+        )
     return int(nbins)
+
+
+def available_memory_bytes():
+    """Memory the system can give this process now (``MemAvailable`` of /proc/meminfo), or
+    None where that is not known."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:  # pragma: no cover - not Linux
+        pass
+    return None
 
 
 def check_range(rng):
@@ -406,6 +426,31 @@ class RDFBase(AnalysisBase):
     def _synchronize(self):
         if getattr(self, "_engine", None) is not None:
             self._engine.synchronize()
+
+    def _check_histogram_memory(self, n_pairs, nbins, result_arrays):
+        """MemoryError, before anything is allocated, when the histograms of this worker do
+        not fit in the available memory: the uint64 counts and `result_arrays` float64
+        arrays of ``n_pairs x nbins``, and on the CPU the kernel's per-thread uint32
+        histograms (``threads x n_pairs x (nbins + 16)``)."""
+        avail = available_memory_bytes()
+        if avail is None:
+            return
+        results = (1 + result_arrays) * 8 * n_pairs * nbins
+        threads = 0
+        if not str(self.device).startswith("cuda"):
+            threads = self._worker_threads or available_cpus()
+        workspace = 4 * threads * n_pairs * (nbins + 16)
+        need = results + workspace
+        if need > avail:
+            detail = f"{results / 2**30:.2f} GiB of counts and results"
+            if workspace:
+                detail += (f" and {workspace / 2**30:.2f} GiB of per-thread CPU histograms "
+                           f"({threads} threads)")
+            raise MemoryError(
+                f"nbins={nbins} with {n_pairs} pair histogram(s) needs {need / 2**30:.2f} GiB "
+                f"({detail}) but only {avail / 2**30:.2f} GiB are available; use fewer bins "
+                f"(nbins), fewer species or fewer threads (n_threads)"
+            )
 
     def _frame_box(self) -> Box:
         """The checked box of the current frame; norm='rdf' without a box is an error.

@@ -16,7 +16,7 @@ import numpy as np
 from MDAnalysis.lib.mdamath import triclinic_vectors
 
 __all__ = [
-    "Engine", "Box", "prepare_box", "build_info", "cuda_devices", "validate_device",
+    "Engine", "Box", "MAX_BINS", "prepare_box", "build_info", "cuda_devices", "validate_device",
     "validate_precision",
 ]
 
@@ -25,6 +25,10 @@ _DEVICES = ("auto", "cpu", "cuda")
 _PRECISIONS = ("single", "double")
 _METHODS = ("auto", "allpairs", "cells")
 
+
+# The most bins the kernels take (kMaxBins in csrc/include/fastrdf/kernel_api.hpp): the GPU's
+# float bin index needs nbins < 2^22, and every device accepts the same problems.
+MAX_BINS = 4_000_000
 
 # device='auto' takes the GPU from this many atom pairs per frame on (below it the launch and
 # transfer overheads outweigh the kernel; see docs/performance.rst for the measurement).

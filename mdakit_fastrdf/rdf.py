@@ -44,7 +44,9 @@ class InterRDF(RDFBase):
     g2 : AtomGroup
         Second group of atoms (may be `g1` itself).
     nbins : int, optional
-        Number of bins in the histogram.
+        Number of bins in the histogram. At most 4,000,000 (the kernels' limit; more is a
+        ValueError). Histograms that do not fit in the available memory are a
+        MemoryError with the size, raised before they are allocated.
     range : tuple of float, optional
         ``(rmin, rmax)`` of the histogram in Å. Bins follow :func:`numpy.histogram`: the last
         bin is closed on the right, so a distance equal to ``rmax`` is counted.
@@ -216,6 +218,7 @@ class InterRDF(RDFBase):
 
     # -- per-worker setup ---------------------------------------------------------------
     def _prepare(self):
+        self._check_histogram_memory(1, self.rdf_settings["bins"], result_arrays=2)
         edges, bins = histogram_edges(self.rdf_settings["bins"], self.rdf_settings["range"])
         nbins = len(bins)
         self.results.edges = edges

@@ -9,6 +9,7 @@ from MDAnalysis.analysis.results import ResultsGroup
 
 from ._base import (
     RDFBase,
+    available_memory_bytes,
     check_atomgroup,
     check_nbins,
     check_norm,
@@ -20,19 +21,6 @@ from ._base import (
 from ._engine import NO_BOX, validate_n_threads, validate_precision
 
 __all__ = ["InterRDF_s"]
-
-
-def available_memory_bytes():
-    """Memory the system can give this process now (``MemAvailable`` of /proc/meminfo), or
-    None where that is not known."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:  # pragma: no cover - not Linux
-        pass
-    return None
 
 
 def _sum_arrays_lists(values):
@@ -166,7 +154,7 @@ class InterRDF_s(RDFBase):
         )
         self.ags = ags
         self.norm = check_norm(norm)
-        nbins = check_nbins(nbins)
+        nbins = check_nbins(nbins, limit=None)  # bins in double, any number (memory checked)
         range = check_range(range)
         self.rdf_settings = {"bins": nbins, "range": range}
         if density:
@@ -227,7 +215,7 @@ class InterRDF_s(RDFBase):
                 f"InterRDF_s needs {need / 2**30:.2f} GiB for its site-site histograms "
                 f"(float64 arrays of shapes {shapes}, x{max(1, int(n_workers or 1))} "
                 f"process(es)) but only {avail / 2**30:.2f} GiB are available; use fewer "
-                f"bins, smaller groups or fewer workers"
+                f"bins (nbins={self.rdf_settings['bins']}), smaller groups or fewer workers"
             )
 
     def run(self, start=None, stop=None, step=None, frames=None, verbose=None, *,

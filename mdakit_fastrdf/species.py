@@ -113,7 +113,9 @@ class SpeciesRDF(RDFBase):
         list of AtomGroups (labelled 0, 1, ...). Species may overlap only when given as a
         mapping or list.
     nbins : int, optional
-        Number of bins.
+        Number of bins. At most 4,000,000 (the kernels' limit; more is a
+        ValueError). Histograms that do not fit in the available memory are a
+        MemoryError with the size, raised before they are allocated.
     range : tuple of float, optional
         ``(rmin, rmax)`` in Å; bins follow :func:`numpy.histogram` (the last bin is closed).
     norm : {'rdf', 'density', 'none'}, optional
@@ -274,9 +276,16 @@ class SpeciesRDF(RDFBase):
         self._init_compute(device, precision, n_threads, method)
 
         species = _group_species(atomgroup, by)
+        from MDAnalysis.core.groups import UpdatingAtomGroup
+
         for label, ag in species:
             if ag.universe is not atomgroup.universe:
                 raise ValueError(f"by: species {label!r} belongs to another Universe")
+            if isinstance(ag, UpdatingAtomGroup):
+                raise ValueError(
+                    f"by: species {label!r} is an UpdatingAtomGroup; its atoms would be frozen "
+                    f"at construction. Pass a static AtomGroup (e.g. group.atoms)."
+                )
             if len(ag) == 0:
                 raise ValueError(f"by: species {label!r} has no atoms")
         labels = [label for label, _ in species]
@@ -301,6 +310,7 @@ class SpeciesRDF(RDFBase):
     # -- per-worker setup ---------------------------------------------------------------
     def _prepare(self):
         nbins = self.rdf_settings["bins"]
+        self._check_histogram_memory(len(self._pairs), nbins, result_arrays=4)
         edges, bins = histogram_edges(nbins, self.rdf_settings["range"])
         self.results.edges = edges
         self.results.bins = bins

@@ -53,6 +53,8 @@ def box_matrix(dims, dtype=np.float32):
     translation ``n . B`` is exact in float64 and the reference distances do not depend
     on the order in which the translation is added.
     """
+    if np.shape(dims) == (3, 3):  # already box vectors (rows)
+        return np.asarray(dims, dtype=np.float64).astype(dtype).astype(np.float64)
     lx, ly, lz, alpha, beta, gamma = (float(v) for v in np.asarray(dims, dtype=np.float64))
     m = np.zeros((3, 3), dtype=np.float64)
     if alpha == beta == gamma == 90.0:
@@ -139,7 +141,8 @@ def pair_distances(pos1, pos2, dims=None, rmax=np.inf, chunk_elems=1 << 18,
             out[i0:i0 + rows] = np.sqrt(x * x + y * y + z * z)
         return out
 
-    if mda_ortho_bruteforce and np.all(np.asarray(dims[3:], dtype=np.float64) == 90.0):
+    if (mda_ortho_bruteforce and np.shape(dims) == (6,)
+            and np.all(np.asarray(dims[3:], dtype=np.float64) == 90.0)):
         # MDAnalysis's brute-force orthorhombic minimum image: s = float32(1/L) * d,
         # d = L * (s - round(s)) with round half away from zero (C's round()).
         lengths = np.asarray(dims[:3], dtype=np.float32).astype(np.float64)
@@ -226,6 +229,9 @@ def brute_force_counts(pos1, pos2, box_dims_or_None, edges, same=False, labels1=
                        labels2=None, exclusion_block=None, return_distances=False,
                        mdanalysis_path=True):
     """Independent float64 reference histogram of one frame.
+
+    ``box_dims_or_None`` is ``None``, ``[lx, ly, lz, alpha, beta, gamma]`` or a (3, 3) array of
+    box vectors (rows).
 
     ``np.histogram(d, bins=edges)`` of the minimum-image distances of all counted pairs
     (see :func:`pair_distances` and :func:`pair_mask`). With ``mdanalysis_path`` (for
@@ -440,3 +446,63 @@ def _gpu_unavailable_reason():
 GPU_UNAVAILABLE = _gpu_unavailable_reason()
 requires_gpu = pytest.mark.skipif(GPU_UNAVAILABLE is not None,
                                   reason=f"needs a CUDA GPU: {GPU_UNAVAILABLE}")
+
+
+# --------------------------------------------------------------------------------------
+# Single precision: which pairs may land in another bin, and a check that only they did
+# --------------------------------------------------------------------------------------
+
+
+def float32_distance_tolerance(dims, coords=None, rmax=0.0):
+    """Absolute bound on the error of a float32 minimum-image distance.
+
+    The kernels take the float32 coordinate difference exactly as the float64 reference
+    does; what float32 adds is the rounding of the lattice translation (``n * L``,
+    ``nint(f . d)``), of the squares and sum and of the square root: a few float32 ulps of
+    the largest magnitude involved, i.e. of the separation, the box vectors and the
+    coordinates. ``2^-19`` (about 8 ulp) of their sum is a safe margin.
+    """
+    scale = 1.0 + float(rmax)
+    if dims is not None:
+        scale += 2.0 * float(np.linalg.norm(box_matrix(dims), axis=1).sum())
+    if coords is not None and len(coords):
+        scale += float(np.abs(np.asarray(coords, dtype=np.float64)).max())
+    return scale * 2.0 ** -19
+
+
+def assert_only_near_edge_pairs_moved(counts, ref_counts, dist, edges, tol, context=""):
+    """Single-precision counts versus the float64 reference, pair by pair in effect.
+
+    ``dist`` holds the float64 distance of every counted pair (beyond ``edges[-1]`` too,
+    as far as they are within ``tol`` of it). A pair within ``tol`` of edge ``e_k`` may have
+    crossed that edge (one bin up or down, or in or out of the range at ``e_0``/``e_n``);
+    no other pair may have moved. Writing ``f_k`` for the net number of pairs that crossed
+    edge ``k`` upwards, the difference in bin ``k`` is ``f_k - f_{k+1}``, so the flows are
+    fixed by the differences up to ``f_0``; the check is that some ``f_0`` makes every
+    ``f_k`` lie between minus the near-edge pairs just above ``e_k`` and plus those just
+    below it. (This is stronger than a bound on the total difference: a count that
+    vanished from one bin and reappeared two bins away, or one that moved where no pair was
+    near an edge, fails.)
+    """
+    counts = np.asarray(counts, dtype=np.int64).ravel()
+    ref_counts = np.asarray(ref_counts, dtype=np.int64).ravel()
+    edges = np.asarray(edges, dtype=np.float64)
+    dist = np.asarray(dist, dtype=np.float64).ravel()
+    nb = len(edges) - 1
+    assert counts.shape == ref_counts.shape == (nb,)
+    diff = counts - ref_counts
+    if not diff.any():
+        return
+    # below[k]: pairs within tol of edge k on its lower side (d < e_k), above[k]: d >= e_k.
+    below = np.array([np.count_nonzero((dist < e) & (dist >= e - tol)) for e in edges])
+    above = np.array([np.count_nonzero((dist >= e) & (dist <= e + tol)) for e in edges])
+    # f_k = f_0 - c_k with c_0 = 0, c_k = sum(diff[:k]); need -above_k <= f_k <= below_k.
+    c = np.concatenate([[0], np.cumsum(diff)])
+    lo = np.max(-above + c)
+    hi = np.min(below + c)
+    assert lo <= hi, (
+        f"{context}: single-precision counts differ from the float64 reference in bins "
+        f"{np.nonzero(diff)[0].tolist()} (differences {diff[diff != 0].tolist()}) in a way that "
+        f"pairs within float32 rounding ({tol:.3g}) of an edge cannot explain "
+        f"(near-edge pairs below/above each edge: {below.tolist()} / {above.tolist()})"
+    )

@@ -97,6 +97,8 @@ struct ThreadHist {
     uint64_t* since;
     uint32_t* idx;
     std::size_t stride;
+    uint64_t limit;                 // flush before `since` would exceed this (UINT32_MAX)
+    std::atomic<bool>* overfull;    // set if one reservation alone exceeded limit (a bug)
 
     void flush(int pair) {
         const bool same = q.pairs[2 * pair] == q.pairs[2 * pair + 1];
@@ -112,10 +114,26 @@ struct ThreadHist {
         since[pair] = 0;
     }
 
-    // Announce n more pairs of `pair`; flushes first if a bin could wrap.
+    // Announce n more pairs of `pair`; flushes first if a bin could wrap. Callers announce at
+    // most `limit` pairs at a time (rows_per_reservation), so a bin never passes 2^32 - 1.
     void reserve(int pair, uint64_t n) {
-        if (since[pair] + n > std::numeric_limits<uint32_t>::max()) flush(pair);
+        if (since[pair] + n > limit) flush(pair);
         since[pair] += n;
+        if (n > limit) overfull->store(true, std::memory_order_relaxed);
+    }
+
+    // Rows i0 .. i1 - 1 of at most `len` pairs each, cut into chunks of at most `limit` pairs;
+    // row(i) runs one row. (A single strip of a cell grid can hold more than 2^32 pairs when
+    // many atoms share a cell.)
+    template <class Row>
+    void rows(int pair, int64_t i0, int64_t i1, uint64_t len, Row&& row_fn) {
+        if (len == 0) return;
+        const int64_t per = static_cast<int64_t>(std::max<uint64_t>(1, limit / len));
+        for (int64_t c0 = i0; c0 < i1; c0 += per) {
+            const int64_t c1 = std::min(i1, c0 + per);
+            reserve(pair, static_cast<uint64_t>(c1 - c0) * len);
+            for (int64_t i = c0; i < c1; ++i) row_fn(i);
+        }
     }
 
     void row(int pair, int64_t i, int64_t js, int n) {
@@ -199,7 +217,7 @@ void run_threads(const FrameProblem& q, Workspace& ws, const Box& box, const Bin
                                             ws.thread_hist.data() + tid * hist_len,
                                             ws.thread_since_flush.data() + tid * thread_since_len(q),
                                             ws.thread_idx.data() + tid * (row_len + kDummySlots),
-                                            stride};
+                                            stride, ws.flush_limit, &ws.overfull};
         std::memset(th.hist, 0, hist_len * sizeof(uint32_t));
         std::fill(th.since, th.since + q.n_pairs, uint64_t(0));
         // dynamic schedule: each thread takes the next task
@@ -234,12 +252,11 @@ void run_tiles(const FrameProblem& p, Workspace& ws, const Box& box, const Binni
         const int pair = static_cast<int>(task[0]);
         const int64_t i0 = task[1], i1 = task[2], j0 = task[3], j1 = task[4];
         const bool diag = p.pairs[2 * pair] == p.pairs[2 * pair + 1] && i0 == j0;
-        th.reserve(pair, static_cast<uint64_t>(i1 - i0) * static_cast<uint64_t>(j1 - j0));
-        for (int64_t i = i0; i < i1; ++i) {
+        th.rows(pair, i0, i1, static_cast<uint64_t>(j1 - j0), [&](int64_t i) {
             const int64_t js = diag ? std::max(j0, i + 1) : j0;
             const int n = static_cast<int>(j1 - js);
             if (n > 0) th.row(pair, i, js, n);
-        }
+        });
     });
 }
 
@@ -287,12 +304,14 @@ void run_cells(const FrameProblem& p, Workspace& ws, const Box& box, const Binni
                 for (int32_t r = rs[z]; r < rs[z + 1]; ++r) {
                     const int64_t j0 = sb[rv[2 * r]], j1 = sb[rv[2 * r + 1] + 1];
                     if (j0 == j1) continue;
-                    th.reserve(pair, static_cast<uint64_t>(i1 - i0) * static_cast<uint64_t>(j1 - j0));
-                    for (int64_t i = i0; i < i1; ++i) th.row(pair, i, j0, static_cast<int>(j1 - j0));
+                    th.rows(pair, i0, i1, static_cast<uint64_t>(j1 - j0), [&](int64_t i) {
+                        th.row(pair, i, j0, static_cast<int>(j1 - j0));
+                    });
                 }
                 if (same && own) {  // the atoms after i in its own cell
-                    th.reserve(pair, static_cast<uint64_t>(i1 - i0) * static_cast<uint64_t>(i1 - i0));
-                    for (int64_t i = i0; i + 1 < i1; ++i) th.row(pair, i, i + 1, static_cast<int>(i1 - i - 1));
+                    th.rows(pair, i0, i1 - 1, static_cast<uint64_t>(i1 - i0 - 1), [&](int64_t i) {
+                        th.row(pair, i, i + 1, static_cast<int>(i1 - i - 1));
+                    });
                 }
             }
         }
@@ -338,6 +357,7 @@ void run_precision(const FrameProblem& p, Workspace& ws) {
 
 void histogram_frame(const FrameProblem& p, Workspace& ws) {
     ws.used_cells = false;
+    ws.overfull.store(false);
     if (p.n_pairs == 0 || p.nbins <= 0) return;
     if (p.method != kMethodAllPairs) {
         const CellPlan plan = plan_cells(p, p.cell_k, p.cell_order);

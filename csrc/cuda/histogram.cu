@@ -47,7 +47,6 @@ constexpr int kMaxCopies = kThreads / 32;
 constexpr int kCopyBudgetWords = 12288; // sub-histograms up to 48 KB per block
 constexpr int kMaxSharedSweeps = 4;     // auto: more sweeps than this -> global kernel (measured,
                                         // benchmarks/NOTES.md: 4 shared sweeps beat 64-bit atomics)
-constexpr int kMaxBins = 4000000;       // bin coordinates < 2^22 (geometry.hpp's trunc_nonneg)
 
 // CPUs this process may run on (its affinity mask), at most cap.
 std::size_t usable_cpus(std::size_t cap) {

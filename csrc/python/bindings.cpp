@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <new>
+#include <unistd.h>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -101,11 +104,60 @@ class CpuHistogrammer {
         p.method = method_;
         p.cell_k = cell_k_;
         p.cell_order = order_;
+        // The per-thread uint32 histograms are the kernel's largest buffers: check them before
+        // allocating (Linux overcommits, so a failed allocation would surface as the OOM killer
+        // while the threads clear them, not as bad_alloc).
+        const double ws_bytes = workspace_bytes(p);
+        const double phys = physical_memory_bytes();
+        if (phys > 0 && ws_bytes > phys) raise_workspace_memory_error(p, ws_bytes, phys);
+        bool no_memory = false;
         {
             py::gil_scoped_release release;
-            kernel_(p, ws_);
+            try {
+                kernel_(p, ws_);
+            } catch (const std::bad_alloc&) {
+                no_memory = true;
+            }
         }
+        if (no_memory) raise_workspace_memory_error(p, ws_bytes, phys);
     }
+
+    // Bytes of the per-thread histograms of a frame: n_threads x n_pairs x (nbins + 16) uint32.
+    static double workspace_bytes(const FrameProblem& p) {
+        return 4.0 * p.n_threads * static_cast<double>(p.n_pairs) * (p.nbins + 16.0);
+    }
+
+    [[noreturn]] static void raise_workspace_memory_error(const FrameProblem& p, double bytes,
+                                                          double phys) {
+        std::string msg = "nbins: the CPU kernel needs " + gib(bytes) +
+                          " GiB for its per-thread histograms (" + std::to_string(p.n_threads) +
+                          " threads x " + std::to_string(p.n_pairs) + " species pairs x (" +
+                          std::to_string(p.nbins) + " + 16) bins x 4 bytes)";
+        if (phys > 0) msg += " but the machine has " + gib(phys) + " GiB";
+        msg += "; use fewer bins, species pairs or threads (n_threads)";
+        PyErr_SetString(PyExc_MemoryError, msg.c_str());
+        throw py::error_already_set();
+    }
+
+    static std::string gib(double bytes) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.2f", bytes / 1073741824.0);
+        return buf;
+    }
+
+    static double physical_memory_bytes() {
+        const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        return pages > 0 && page > 0 ? static_cast<double>(pages) * page : 0.0;
+    }
+
+    // Test hooks: pairs a thread bins before it flushes its uint32 histograms (default
+    // 2^32 - 1), and whether the last frame ever announced more than that at once.
+    uint64_t flush_limit() const { return ws_.flush_limit; }
+    void set_flush_limit(uint64_t v) {
+        if (v < 1 || v > 0xFFFFFFFFull) throw std::invalid_argument("_flush_limit: must be in [1, 2^32 - 1]");
+        ws_.flush_limit = v;
+    }
+    bool overfull() const { return ws_.overfull.load(); }
 
     int n_threads() const { return n_threads_; }
     // How the last frame ran: 'allpairs' or 'cells', and the cell grid when it was planned.
@@ -220,7 +272,9 @@ PYBIND11_MODULE(_fastrdf_cpu, m) {
         .def_property_readonly("n_threads", &CpuHistogrammer::n_threads)
         .def_property_readonly("isa", &CpuHistogrammer::isa)
         .def_property_readonly("last_method", &CpuHistogrammer::last_method)
-        .def_property_readonly("last_plan", &CpuHistogrammer::last_plan);
+        .def_property_readonly("last_plan", &CpuHistogrammer::last_plan)
+        .def_property("_flush_limit", &CpuHistogrammer::flush_limit, &CpuHistogrammer::set_flush_limit)
+        .def_property_readonly("_overfull", &CpuHistogrammer::overfull);
     m.def("wrap_positions", &wrap_positions, py::arg("coords"), py::arg("box"), py::arg("triclinic"));
     m.def("site_histograms", &site_histograms, py::arg("coords1"), py::arg("coords2"),
           py::arg("rmin"), py::arg("rmax"), py::arg("nbins"), py::arg("box_kind"), py::arg("box"),

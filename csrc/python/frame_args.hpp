@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -35,6 +36,27 @@ struct FrameArgs {
     std::size_t n_atoms = 0;
     std::vector<double> images;  // triclinic extra images (owned here; p.images points in)
 };
+
+// The kernels bin with numpy.histogram's rule for uniform bins: a fast index from
+// (r - e_0) * nbins / (e_n - e_0), corrected by one bin against the edges for pairs within
+// near_delta of an edge (geometry.hpp). That is exact only for numpy's own edges of a finite,
+// increasing range, so anything else is refused: each edge must lie within a small fraction of
+// near_delta of the uniform grid (numpy's linspace is a few ulp off it).
+inline void check_edges(const double* e, int nbins) {
+    const double lo = e[0], hi = e[nbins];
+    if (!std::isfinite(lo) || !std::isfinite(hi) || !(hi > lo))
+        throw std::invalid_argument("edges: the range must be finite and increasing (rmin < rmax)");
+    const double width = (hi - lo) / nbins;
+    const double tol = 1e-2 * std::min(0.25, 1e-10 * (nbins + 1.0)) * width;
+    for (int k = 0; k <= nbins; ++k) {
+        const double uniform = lo + k * width;
+        if (!(std::fabs(e[k] - uniform) <= tol + 8 * std::numeric_limits<double>::epsilon() *
+                                                     std::max(std::fabs(lo), std::fabs(hi))))
+            throw std::invalid_argument(
+                "edges: must be numpy.histogram's uniform edges of (rmin, rmax) and nbins "
+                "(edge " + std::to_string(k) + " is off the uniform grid, NaN or infinite)");
+    }
+}
 
 // The box of one frame, checked, into p (box_kind, ortho / triclinic set-up, max_abs_coord);
 // images receives the triclinic extra images (p.images points into it). rmax: the largest
@@ -91,6 +113,9 @@ inline void parse_frame(FrameArgs& a, const py::array& coords, const py::array& 
     p.pairs = checked<int32_t>(pairs, "pairs", 2);
     p.n_pairs = static_cast<int>(pairs.shape(0));
     p.edges = checked<double>(edges, "edges", 1);
+    if (edges.shape(0) - 1 > kMaxBins)
+        throw std::invalid_argument("edges: " + std::to_string(edges.shape(0) - 1) +
+                                    " bins; the kernels take at most " + std::to_string(kMaxBins));
     p.nbins = static_cast<int>(edges.shape(0)) - 1;
     if (p.n_species < 1 || p.offsets[0] != 0 || p.offsets[p.n_species] != static_cast<int64_t>(n))
         throw std::invalid_argument("offsets: must start at 0 and end at n_atoms");
@@ -101,6 +126,7 @@ inline void parse_frame(FrameArgs& a, const py::array& coords, const py::array& 
         if (p.pairs[i] < 0 || p.pairs[i] >= p.n_species)
             throw std::invalid_argument("pairs: species index out of range");
     if (p.nbins < 1) throw std::invalid_argument("edges: need at least two edges");
+    check_edges(p.edges, p.nbins);
     if (!(out.ndim() == 2 && out.shape(0) == p.n_pairs && out.shape(1) == p.nbins))
         throw std::invalid_argument("out: shape must be (n_pairs, nbins)");
     if (!py::isinstance<py::array_t<uint64_t>>(out) || !(out.flags() & py::array::c_style) ||

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <algorithm>
+#include <atomic>
 #include <stdexcept>
 #include <vector>
 
@@ -19,6 +20,10 @@ enum Method : int { kMethodAuto = 0, kMethodAllPairs = 1, kMethodCells = 2 };
 // The CPU kernels compute rows in whole blocks of 16 lanes: every coordinate and label array
 // handed to them holds kRowPad readable (finite) elements past its last atom.
 constexpr int kRowPad = 16;
+
+// The most bins any kernel takes (the GPU's float bin index needs nbins < 2^22; the CPU keeps
+// the same limit so that every device accepts the same problems).
+constexpr int kMaxBins = 4000000;
 
 // One frame's work: every requested species pair of one coordinate block.
 struct FrameProblem {
@@ -69,6 +74,10 @@ struct Workspace {
     CellGrid grid;
     CellPlan plan;            // the last frame's plan (when the method was not all-pairs)
     bool used_cells = false;  // whether the last frame ran on cell lists
+    // Pairs a thread bins into its private uint32 histogram before flushing it into the
+    // uint64 totals. UINT32_MAX in production; tests lower it to exercise the flushes.
+    uint64_t flush_limit = 0xFFFFFFFFull;
+    std::atomic<bool> overfull{false};  // a reservation above flush_limit happened (a bug)
 };
 
 
