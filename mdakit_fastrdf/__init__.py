@@ -7,6 +7,7 @@ InterRDF``; the analysis runs on compiled multi-species pair-distance histogram 
 from importlib.metadata import PackageNotFoundError, version
 
 from ._engine import build_info, cuda_devices
+from .backends import DaskDistributedBackend, NodeBackend
 from .rdf import InterRDF
 
 try:
@@ -14,4 +15,7 @@ try:
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0"
 
-__all__ = ["InterRDF", "build_info", "cuda_devices", "__version__"]
+__all__ = [
+    "InterRDF", "NodeBackend", "DaskDistributedBackend", "build_info", "cuda_devices",
+    "__version__",
+]

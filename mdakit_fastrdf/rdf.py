@@ -13,13 +13,13 @@ import numpy as np
 from MDAnalysis.analysis.base import AnalysisBase
 from MDAnalysis.analysis.results import ResultsGroup
 
+from .backends import ParallelAnalysisMixin
 from ._engine import (
     NO_BOX,
     ORTHO,
     ORTHO_SCALED,
     Box,
     Engine,
-    available_cpus,
     prepare_box,
     validate_device,
     validate_n_threads,
@@ -70,7 +70,7 @@ def _check_range(rng):
     return rmin, rmax
 
 
-class InterRDF(AnalysisBase):
+class InterRDF(ParallelAnalysisMixin, AnalysisBase):
     r"""Radial distribution function between two groups of atoms.
 
     A drop-in replacement for :class:`MDAnalysis.analysis.rdf.InterRDF`: it histograms the
@@ -172,18 +172,14 @@ class InterRDF(AnalysisBase):
     >>> rdf.results.bins.shape, rdf.results.rdf.shape
     ((75,), (75,))
 
-    Frames can be split over processes with MDAnalysis's parallel backends; every backend
-    gives the same integer counts::
+    Frames can be split over processes with MDAnalysis's parallel backends or this
+    package's ``'node'`` backend (every GPU and CPU socket of the machine, see
+    :class:`~mdakit_fastrdf.backends.NodeBackend`); every backend gives the same integer
+    counts::
 
         rdf = InterRDF(ow, ow).run(backend="multiprocessing", n_workers=4)
+        rdf = InterRDF(ow, ow).run(backend="node")
     """
-
-    _analysis_algorithm_is_parallelizable = True
-
-    @classmethod
-    def get_supported_backends(cls):
-        """Parallel backends of :meth:`run`: ``('serial', 'multiprocessing', 'dask')``."""
-        return ("serial", "multiprocessing", "dask")
 
     def __init__(
         self,
@@ -266,24 +262,6 @@ class InterRDF(AnalysisBase):
         state = self.__dict__.copy()
         state["_engine"] = None
         return state
-
-    def run(self, start=None, stop=None, step=None, frames=None, verbose=None, *,
-            n_workers=None, n_parts=None, backend=None, unsupported_backend=False,
-            progressbar_kwargs=None):
-        """Perform the calculation (see :meth:`MDAnalysis.analysis.base.AnalysisBase.run`).
-
-        With a parallel `backend` and no explicit ``n_threads``, the cores are shared among
-        the `n_workers` processes.
-        """
-        if self.n_threads is None and n_workers and n_workers > 1:
-            self._worker_threads = max(1, available_cpus() // n_workers)
-        else:
-            self._worker_threads = self.n_threads
-        return super().run(
-            start=start, stop=stop, step=step, frames=frames, verbose=verbose,
-            n_workers=n_workers, n_parts=n_parts, backend=backend,
-            unsupported_backend=unsupported_backend, progressbar_kwargs=progressbar_kwargs,
-        )
 
     def _compute(self, indexed_frames, verbose=None, *, progressbar_kwargs=None):
         # A GPU engine queues frames asynchronously; collect its counts before the worker's
