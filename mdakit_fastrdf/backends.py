@@ -40,6 +40,7 @@ import uuid
 from dataclasses import dataclass, field
 from functools import partial
 
+import numpy as np
 from MDAnalysis.analysis.backends import BackendBase, BackendSerial
 
 from ._engine import WorkerPlacement, available_cpus, set_worker_placement, worker_placement
@@ -77,9 +78,13 @@ class _PartResult:
     __slots__ = ("frames", "times", "results")
 
     def __init__(self, obj):
-        self.frames = obj.frames
-        self.times = obj.times
-        self.results = obj.results
+        # copies: the worker's analysis object runs its next part on the same Results
+        # (a dask worker keeps this result in memory while it does)
+        from MDAnalysis.analysis.results import Results
+
+        self.frames = np.array(obj.frames, copy=True)
+        self.times = np.array(obj.times, copy=True)
+        self.results = Results(**obj.results)
 
     def __getstate__(self):
         return (self.frames, self.times, self.results)
@@ -564,6 +569,7 @@ class NodeBackend(_OwnBackend):
         t_start = time.perf_counter()
         bar = self._progress_bar(sum(sizes))
         stats = {"duplicates_started": 0, "duplicates_won": 0}
+        dup_assigned = set()
         ok = False
         try:
             for spec in specs:
@@ -587,6 +593,7 @@ class NodeBackend(_OwnBackend):
                         return
                     stats["duplicates_started"] += 1
                     w.duplicates += 1
+                    dup_assigned.add((w.spec.rank, idx))
                 w.conn.send(("part", idx, computations[idx]))
                 owners[idx].add(w.spec.rank)
                 w.status, w.part, w.t0 = "busy", idx, now
@@ -600,7 +607,11 @@ class NodeBackend(_OwnBackend):
                 for w in live:
                     if w.conn in ready or w.proc.sentinel in ready:
                         while n_done < n and self._poll(w.conn):
-                            msg = w.conn.recv()
+                            try:
+                                msg = w.conn.recv()
+                            except (EOFError, OSError):  # its end of the pipe closed
+                                w.proc.join(2.0)
+                                self._raise_died(w, computations)
                             kind = msg[0]
                             if kind == "ready":
                                 w.pid, w.cpus = msg[2]["pid"], msg[2]["cpus"]
@@ -615,8 +626,8 @@ class NodeBackend(_OwnBackend):
                                     done[idx] = True
                                     results[idx] = res
                                     n_done += 1
-                                    if len(owners[idx]) > 1:
-                                        stats["duplicates_won"] += w.duplicates > 0
+                                    if (w.spec.rank, idx) in dup_assigned:
+                                        stats["duplicates_won"] += 1
                                     if bar is not None:
                                         bar.update(sizes[idx])
                                 if n_done < n:
@@ -626,7 +637,7 @@ class NodeBackend(_OwnBackend):
                             elif kind == "error":
                                 self._raise_remote(w, msg, computations)
                         if w.proc.sentinel in ready and n_done < n and not self._poll(w.conn):
-                            w.proc.join(0.1)
+                            w.proc.join(2.0)
                             self._raise_died(w, computations)
                 for w in live:
                     if w.status == "idle" and n_done < n:
@@ -706,6 +717,8 @@ class NodeBackend(_OwnBackend):
                 how = f"was killed by signal {signal.Signals(-code).name}"
             except ValueError:
                 how = f"was killed by signal {-code}"
+        elif code is None:
+            how = "closed its connection"
         else:
             how = f"exited with code {code}"
         doing = (self._frames_text(computations, w.part) if w.status == "busy"
