@@ -4,8 +4,8 @@ Two modes:
 
 ``--mode cpu`` (default; for a small CPU machine)
     A generated trajectory (``--atoms`` atoms, ``--frames`` frames, XTC, written once to
-    ``--cache``) with two workloads: an ion-water RDF (few pairs per frame, so reading the
-    frame is a large part of the time) and a water O-O RDF (kernel-bound). Times serial
+    ``--cache``) with three workloads: ion-ion (few pairs: reading the frame is most of
+    the time), ion-water (mixed) and water O-O (kernel-bound). Times serial
     (one process, all cores), MDAnalysis's multiprocessing backend and the node backend with
     ``--cpu-workers`` CPU workers; best of ``--repeat``; checks the counts are identical.
 
@@ -101,8 +101,10 @@ def mode_cpu(args):
     u = generate(path, args.atoms, args.frames, "XTC")
     na = u.select_atoms("name NA")
     ow = u.select_atoms("name OW")
+    water = ow if args.water is None else ow[: args.water]
     workloads = [
-        ("ion-water (read-bound)", na, ow[: args.water]),
+        ("ion-ion (reading-bound)", na, na),
+        ("ion-water (mixed)", na, water),
         ("water O-O (kernel-bound)", ow[: args.oo], ow[: args.oo]),
     ]
     rows = []
@@ -205,7 +207,8 @@ def main(argv=None):
     p.add_argument("--cache", default=os.path.join(os.environ.get("TMPDIR", "/tmp"),
                                                    "mdakit_fastrdf_bench"))
     p.add_argument("--cpu-workers", type=int, default=2)
-    p.add_argument("--water", type=int, default=60000, help="cpu: water atoms of the ion-water RDF")
+    p.add_argument("--water", type=int, default=None,
+                   help="cpu: water atoms of the ion-water RDF (default: all)")
     p.add_argument("--oo", type=int, default=12000, help="cpu: atoms of the O-O RDF")
     p.add_argument("--sel-atoms", type=int, default=100000,
                    help="scaling: RDF of the first N atoms with all atoms")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numbers
 import os
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -342,8 +343,8 @@ class Engine:
     def _make_impl(self, offsets, pairs):
         self.device_used = self._resolve(offsets, pairs)
         n_threads = self.n_threads or (_placement.n_threads if _placement is not None else None)
-        key = (self.device_used, n_threads or 0, self.kernel, self.max_window_bins,
-               self.exact_sqrt)
+        key = (threading.get_ident(), self.device_used, n_threads or 0, self.kernel,
+               self.max_window_bins, self.exact_sqrt)
         if _placement is not None and key in _impl_cache:
             # a backend worker: reuse the compiled state of its previous parts (the previous
             # analysis synchronised it at the end of its frames)

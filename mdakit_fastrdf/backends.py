@@ -871,9 +871,8 @@ class DaskDistributedBackend(_OwnBackend):
         token = uuid.uuid4().hex
         payload = self.client.scatter(_pickler.dumps(_quiet(func)), broadcast=True, hash=False)
         if self.threads_per_worker == _AUTO:
-            hosts = collections.Counter(w.get("host") for w in self._workers().values())
-            per_host = max(hosts.values()) if hosts else 1
-            threads = None if per_host <= 1 else -per_host  # resolved on the worker
+            # resolved on each worker: its cores / (worker processes on its host x its threads)
+            threads = dict(collections.Counter(w.get("host") for w in self._workers().values()))
         else:
             threads = self.threads_per_worker
         futures = [
@@ -897,8 +896,16 @@ class DaskDistributedBackend(_OwnBackend):
 
 
 def _dask_task(payload, token, computation, threads):
-    if threads is not None and threads < 0:  # 'auto': cores of this worker / workers per host
-        threads = max(1, available_cpus() // -threads)
+    if isinstance(threads, dict):  # 'auto': {host: worker processes on it}
+        try:
+            from distributed import get_worker
+
+            w = get_worker()
+            host = w.address.split("://")[-1].rsplit(":", 1)[0]
+            share = threads.get(host, 1) * max(1, int(w.state.nthreads))
+        except Exception:  # pragma: no cover - not on a dask worker
+            share = 1
+        threads = max(1, available_cpus() // share)
     return _dask_part(payload, token, computation, threads)
 
 
