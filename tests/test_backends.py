@@ -15,7 +15,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import load_universe, make_universe, random_positions_in_box
+from conftest import load_universe, make_universe, random_positions_in_box, requires_gpu
 
 from mdakit_fastrdf import InterRDF
 from mdakit_fastrdf._engine import (
@@ -32,11 +32,12 @@ from mdakit_fastrdf.backends import (
 # Each entry builds an analysis of a Universe; all must give the same counts on every backend.
 
 
-def _interrdf(u):
+def _interrdf(u, **kw):
     ow = u.select_atoms("name OW") if "OW" in set(u.atoms.names) else u.atoms
     ow = ow[:600]
     norm = "rdf" if u.dimensions is not None else "density"  # PSF/DCD has no box
-    return InterRDF(ow, ow, nbins=60, range=(0.0, 12.0), exclusion_block=(1, 1), norm=norm)
+    return InterRDF(ow, ow, nbins=60, range=(0.0, 12.0), exclusion_block=(1, 1), norm=norm,
+                    **kw)
 
 
 ANALYSES = [pytest.param(_interrdf, id="InterRDF")]
@@ -121,6 +122,20 @@ def test_gpu_standin_workers(adk, make):
         assert all(len(w["cpus"]) == 1 for w in started)
         assert len({tuple(w["cpus"]) for w in started}) == len(started)
     assert [s.cpus for s in backend.specs][0] != [s.cpus for s in backend.specs][1]
+
+
+@requires_gpu
+@pytest.mark.parametrize("make", ANALYSES)
+def test_node_backend_on_real_gpus(adk, make):
+    """On a GPU machine: one spawned worker per GPU, each on its own device; single
+    precision on the GPU equals the CPU bit for bit."""
+    ser = make(adk, device="cpu").run()
+    backend = NodeBackend()
+    par = make(adk, device="cuda").run(backend=backend)
+    _assert_identical(par, ser)
+    workers = backend.last_run["workers"]
+    assert workers and all(w["kind"] == "gpu" and w["start_method"] == "spawn" for w in workers)
+    assert len({w["device"] for w in workers}) == len(workers)
 
 
 def test_frame_selection_and_progress_bar(adk, capsys):
