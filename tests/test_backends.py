@@ -138,6 +138,22 @@ def test_node_backend_on_real_gpus(adk, make):
     assert len({w["device"] for w in workers}) == len(workers)
 
 
+def test_hybrid_standin_gpu_and_cpu_worker(adk):
+    """One GPU worker (stand-in, spawned) beside a CPU worker (forked) on the other core:
+    eight parts per worker, identical counts."""
+    groups = _machine_groups()
+    if sum(len(g.cpus) for g in groups) < 2:
+        pytest.skip("needs two cores")
+    topo = NodeTopology(groups, n_gpus=1, source="test", gpu_source="stand-in")
+    backend = NodeBackend(topology=topo, _gpu_standin=True)
+    assert [s.kind for s in backend.specs][:2] == ["gpu", "cpu"]
+    assert backend.parts_for(100) == 8 * backend.n_workers
+    ser = _interrdf(adk).run()
+    par = _interrdf(adk).run(backend=backend)
+    _assert_identical(par, ser)
+    assert {w["start_method"] for w in backend.last_run["workers"]} >= {"spawn", "fork"}
+
+
 def test_frame_selection_and_progress_bar(adk, capsys):
     """frames=[...] selects the same frames; verbose=True draws one bar over frames in
     the caller."""
@@ -318,6 +334,12 @@ def test_dask_client_identical(adk, dask_client, make):
     _assert_identical(par, ser)
     par2 = make(adk).run(backend=DaskDistributedBackend(dask_client, threads_per_worker=1))
     _assert_identical(par2, ser)
+
+
+def test_dask_client_progress_bar(adk, dask_client, capsys):
+    ow = adk.select_atoms("name OW")[:200]
+    InterRDF(ow, ow).run(backend="dask", verbose=True)
+    assert "10/10" in capsys.readouterr().err
 
 
 def test_dask_client_worker_exception(adk, dask_client):
