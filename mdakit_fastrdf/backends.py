@@ -601,9 +601,13 @@ class NodeBackend(_OwnBackend):
                     stats["duplicates_started"] += 1
                     w.duplicates += 1
                     dup_assigned.add((w.spec.rank, idx))
-                w.conn.send(("part", idx, computations[idx]))
                 owners[idx].add(w.spec.rank)
                 w.status, w.part, w.t0 = "busy", idx, now
+                try:
+                    w.conn.send(("part", idx, computations[idx]))
+                except OSError:  # it died since its last message
+                    w.proc.join(2.0)
+                    self._raise_died(w, computations)
 
             while n_done < n:
                 live = [w for w in workers if w.status not in ("stopped", "ended")]
