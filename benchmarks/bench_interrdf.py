@@ -127,11 +127,11 @@ def time_mdanalysis(universe: mda.Universe, frames: int) -> Timing:
     return Timing(time.perf_counter() - t0, frames, rdf.results.bins, rdf.results.rdf)
 
 
-def fastrdf_timer(precision: str) -> Callable[[mda.Universe, int, int], Timing]:
+def fastrdf_timer(precision: str, method: str = "auto") -> Callable[[mda.Universe, int, int], Timing]:
     def time_fastrdf(universe: mda.Universe, frames: int, threads: int) -> Timing:
         ow = water_oxygens(universe)
         rdf = InterRDF(ow, ow, nbins=NBINS, range=RANGE, exclusion_block=(1, 1),
-                       precision=precision, n_threads=threads)
+                       precision=precision, n_threads=threads, method=method, device="cpu")
         t0 = time.perf_counter()
         rdf.run(stop=frames)
         return Timing(time.perf_counter() - t0, frames, rdf.results.bins, rdf.results.rdf)
@@ -167,8 +167,9 @@ def part_a(frames: int, threads: int, quick: bool, repeat: int) -> None:
     print(f"freud and mdakit_fastrdf: best of {repeat} runs. max Δg(r): largest absolute "
           "difference from the g(r) of InterRDF over the same frames.\n")
 
-    tools = {"mdakit_fastrdf single": fastrdf_timer("single"),
-             "mdakit_fastrdf double": fastrdf_timer("double")}
+    tools = {"mdakit_fastrdf single, cell lists (auto)": fastrdf_timer("single"),
+             "mdakit_fastrdf single, all pairs": fastrdf_timer("single", "allpairs"),
+             "mdakit_fastrdf double, cell lists (auto)": fastrdf_timer("double")}
     if freud is not None:
         tools = {"freud": time_freud, **tools}
 
@@ -227,7 +228,7 @@ def kernel_seconds(universe: mda.Universe, n_atoms: int, rmax: float, precision:
                    threads: int) -> float:
     g1, g2 = universe.atoms[:n_atoms], universe.atoms[n_atoms:]
     rdf = InterRDF(g1, g2, nbins=KERNEL_NBINS, range=(0.0, rmax), norm="none",
-                   precision=precision, n_threads=threads)
+                   precision=precision, n_threads=threads, method="allpairs", device="cpu")
     t0 = time.perf_counter()
     rdf.run()
     return time.perf_counter() - t0

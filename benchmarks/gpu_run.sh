@@ -3,6 +3,9 @@
 # then run the stages named on the command line (default: all) and leave logs in $OUT.
 #
 #   stages: info tests sanitize bench (all sections) bench-SECTION[,SECTION] bench-big
+#           cells[:ARGS] (benchmarks/bench_cells.py --device cuda, ARGS ':'-separated)
+#           py:SCRIPT[:ARGS] (any script of the repository, e.g. py:benchmarks/bench_species.py:generated)
+#           pytest:FILE (one test file, stop at the first failure)
 #
 # Prepare on a machine with network first (carry .whl and .gpudata with the call):
 #   bash ../shared/gpu/bundle.sh --dask TPR XTC GRO      # MDAnalysis, dask, the adk data
@@ -46,6 +49,15 @@ for s in $stages; do
       secs=${s#bench-}; tag=${secs//,/-}; secs=${secs//,/ }; secs=${secs//:/ }
       if [ "$secs" = big ]; then secs="kernel --big"; fi
       python3 "$src/benchmarks/bench_gpu.py" $secs --json "$OUT/bench-${tag%%:*}.json" 2>&1 | tee "$OUT/bench-${tag%%:*}.md" ;;
+    cells*)
+      args=${s#cells}; args=${args#:}; args=${args//:/ }
+      python3 "$src/benchmarks/bench_cells.py" --device cuda --no-freud $args 2>&1 | tee -a "$OUT/cells.md" ;;
+    py:*)
+      args=${s#py:}; args=${args//:/ }; set -- $args; script=$1; shift
+      python3 "$src/$script" "$@" 2>&1 | tee -a "$OUT/$(basename "$script" .py).md" ;;
+    pytest:*)
+      python3 -m pytest -q -p no:cacheprovider -rs -x "$src/tests/${s#pytest:}" 2>&1 | tee -a "$OUT/pytest-part.log" | tail -25
+      [ "${PIPESTATUS[0]}" = 0 ] || rc=1 ;;
     *) echo "unknown stage $s"; rc=1 ;;
   esac
 done

@@ -9,6 +9,8 @@ from importlib.metadata import PackageNotFoundError, version
 from ._engine import build_info, cuda_devices
 from .backends import DaskDistributedBackend, NodeBackend
 from .rdf import InterRDF
+from .rdf_s import InterRDF_s
+from .species import SpeciesRDF
 
 try:
     __version__ = version("mdakit_fastrdf")
@@ -16,6 +18,6 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0"
 
 __all__ = [
-    "InterRDF", "NodeBackend", "DaskDistributedBackend", "build_info", "cuda_devices",
-    "__version__",
+    "InterRDF", "InterRDF_s", "SpeciesRDF", "NodeBackend", "DaskDistributedBackend",
+    "build_info", "cuda_devices", "__version__",
 ]

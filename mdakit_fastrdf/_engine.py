@@ -24,11 +24,16 @@ __all__ = [
 NO_BOX, ORTHO, TRICLINIC, ORTHO_SCALED = 0, 1, 2, 3
 _DEVICES = ("auto", "cpu", "cuda")
 _PRECISIONS = ("single", "double")
+_METHODS = ("auto", "allpairs", "cells")
 
 
 # device='auto' takes the GPU from this many atom pairs per frame on (below it the launch and
 # transfer overheads outweigh the kernel; see docs/performance.rst for the measurement).
 AUTO_GPU_MIN_PAIRS = 1_000_000
+
+# Cell side rmax / k of the cell lists on each device (measured, benchmarks/NOTES.md).
+CPU_CELLS_PER_CUTOFF = 2
+GPU_CELLS_PER_CUTOFF = 1
 
 
 def _cpu_module():
@@ -155,6 +160,16 @@ def validate_precision(precision) -> str:
     if precision not in _PRECISIONS:
         raise ValueError(f"precision must be 'single' or 'double', got {precision!r}")
     return precision
+
+
+def validate_method(method) -> str:
+    """Check ``method`` ('auto', 'allpairs' or 'cells')."""
+    if not isinstance(method, str) or method.lower() not in _METHODS:
+        raise ValueError(
+            f"method must be 'auto' (cell lists when they are expected to be faster), "
+            f"'allpairs' or 'cells', got {method!r}"
+        )
+    return method.lower()
 
 
 def validate_n_threads(n_threads):
@@ -291,6 +306,16 @@ class Engine:
         device's shared memory.
     max_window_bins : int
         Caps the bins of one shared-memory sweep (0: as many as fit); for tests.
+    method : {'auto', 'allpairs', 'cells'}
+        How the pairs are found: every pair of the two species, or only those of
+        neighbouring cells of a cell list (O(N) at fixed ``rmax`` and density; the same
+        counts). ``'auto'`` estimates the work of both from the frame and takes the cheaper.
+    cells_per_cutoff : int or None
+        Cell side ``rmax / cells_per_cutoff`` of the cell lists (1 to 8). None: the side that
+        measured fastest on the device (:data:`CPU_CELLS_PER_CUTOFF`,
+        :data:`GPU_CELLS_PER_CUTOFF`).
+    cell_order : {'rowmajor', 'morton', 'hilbert'}
+        Order of the cell columns in memory (for measurements; see benchmarks/NOTES.md).
     exact_sqrt : bool
         Single precision on the GPU with the IEEE square root for every pair (default), or
         (``False``) the hardware's approximate root with an exact correction of the pairs
@@ -304,8 +329,18 @@ class Engine:
     """
 
     def __init__(self, device="auto", precision="single", n_threads=None, *, kernel="auto",
-                 max_window_bins=0, exact_sqrt=True):
+                 max_window_bins=0, exact_sqrt=True, method="auto", cells_per_cutoff=None,
+                 cell_order="rowmajor"):
         self.device = validate_device(device)
+        self.method = validate_method(method)
+        if cells_per_cutoff is not None and (
+                isinstance(cells_per_cutoff, bool) or not isinstance(cells_per_cutoff, numbers.Integral)
+                or not 1 <= cells_per_cutoff <= 8):
+            raise ValueError(f"cells_per_cutoff must be an integer from 1 to 8 or None, got {cells_per_cutoff!r}")
+        self.cells_per_cutoff = None if cells_per_cutoff is None else int(cells_per_cutoff)
+        if cell_order not in ("rowmajor", "morton", "hilbert"):
+            raise ValueError(f"cell_order must be 'rowmajor', 'morton' or 'hilbert', got {cell_order!r}")
+        self.cell_order = cell_order
         self.precision = validate_precision(precision)
         self.n_threads = validate_n_threads(n_threads)
         if kernel not in ("auto", "shared", "global"):
@@ -344,13 +379,16 @@ class Engine:
         self.device_used = self._resolve(offsets, pairs)
         n_threads = self.n_threads or (_placement.n_threads if _placement is not None else None)
         key = (threading.get_ident(), self.device_used, n_threads or 0, self.kernel,
-               self.max_window_bins, self.exact_sqrt)
+               self.max_window_bins, self.exact_sqrt, self.method, self.cells_per_cutoff,
+               self.cell_order)
         if _placement is not None and key in _impl_cache:
             # a backend worker: reuse the compiled state of its previous parts (the previous
             # analysis synchronised it at the end of its frames)
             return _impl_cache[key]
         if self.device_used == "cpu":
-            impl = _cpu_module().CpuHistogrammer(n_threads or 0)
+            impl = _cpu_module().CpuHistogrammer(n_threads or 0, "", self.method,
+                                                 self.cells_per_cutoff or CPU_CELLS_PER_CUTOFF,
+                                                 self.cell_order)
         else:
             index = int(self.device_used.split(":")[1])
             m = _cuda_init()
@@ -358,7 +396,9 @@ class Engine:
             if index >= n:
                 raise ValueError(
                     f"device={self.device!r}: there is no CUDA device {index} (found {n})")
-            impl = m.CudaHistogrammer(index, self.kernel, self.max_window_bins, self.exact_sqrt)
+            impl = m.CudaHistogrammer(index, self.kernel, self.max_window_bins, self.exact_sqrt,
+                                      self.method, self.cells_per_cutoff or GPU_CELLS_PER_CUTOFF,
+                                      self.cell_order)
         if _placement is not None:
             _impl_cache[key] = impl
         return impl
@@ -380,6 +420,11 @@ class Engine:
         """Wait for the queued frames and add their counts into ``out``."""
         if self._impl is not None and hasattr(self._impl, "synchronize"):
             self._impl.synchronize()
+
+    @property
+    def last_method(self):
+        """How the last frame found its pairs: 'allpairs' or 'cells' (None before the first)."""
+        return getattr(self._impl, "last_method", None)
 
     @property
     def last_launch(self):

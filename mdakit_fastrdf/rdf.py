@@ -7,24 +7,19 @@ same parameters, defaults, results and errors; only the import line changes.
 from __future__ import annotations
 
 import numbers
-import warnings
 
 import numpy as np
-from MDAnalysis.analysis.base import AnalysisBase
 from MDAnalysis.analysis.results import ResultsGroup
 
-from .backends import ParallelAnalysisMixin
-from ._engine import (
-    NO_BOX,
-    ORTHO,
-    ORTHO_SCALED,
-    Box,
-    Engine,
-    prepare_box,
-    validate_device,
-    validate_n_threads,
-    validate_precision,
-    wrap_positions,
+from ._base import (
+    RDFBase,
+    check_atomgroup,
+    check_nbins,
+    check_norm,
+    check_range,
+    histogram_edges,
+    mdanalysis_compat,
+    shell_volumes,
 )
 
 __all__ = ["InterRDF"]
@@ -33,44 +28,7 @@ _EXCLUDE_SAME = {"residue": "resindices", "segment": "segindices", "chain": "cha
 _DISTANCE_BACKENDS = ("serial", "openmp", "distopia")
 
 
-def _check_atomgroup(ag, name):
-    from MDAnalysis.core.groups import AtomGroup, UpdatingAtomGroup
-
-    if not isinstance(ag, AtomGroup):
-        raise TypeError(f"{name} must be an MDAnalysis AtomGroup, got {type(ag).__name__}")
-    if isinstance(ag, UpdatingAtomGroup):
-        raise ValueError(
-            f"{name} is an UpdatingAtomGroup; its size changes between frames, which the "
-            f"normalisation of InterRDF cannot describe. Pass a static AtomGroup "
-            f"(e.g. {name}.atoms) or select per frame yourself."
-        )
-    if len(ag) == 0:
-        raise ValueError(f"{name} is an empty AtomGroup: select at least one atom")
-
-
-def _check_nbins(nbins):
-    if isinstance(nbins, bool) or not isinstance(nbins, numbers.Integral):
-        raise TypeError(f"nbins must be an integer, got {nbins!r}")
-    if nbins < 1:
-        raise ValueError(f"nbins must be >= 1, got {nbins}")
-    return int(nbins)
-
-
-def _check_range(rng):
-    try:
-        rmin, rmax = (float(v) for v in rng)
-    except (TypeError, ValueError):
-        raise ValueError(f"range must be a pair (rmin, rmax) of numbers, got {rng!r}") from None
-    if not (np.isfinite(rmin) and np.isfinite(rmax)):
-        raise ValueError(f"range must be finite, got {rng!r}")
-    if rmin < 0:
-        raise ValueError(f"range: rmin must be >= 0 (distances are never negative), got {rng!r}")
-    if not rmax > rmin:
-        raise ValueError(f"range must be increasing (rmin < rmax), got {rng!r}")
-    return rmin, rmax
-
-
-class InterRDF(ParallelAnalysisMixin, AnalysisBase):
+class InterRDF(RDFBase):
     r"""Radial distribution function between two groups of atoms.
 
     A drop-in replacement for :class:`MDAnalysis.analysis.rdf.InterRDF`: it histograms the
@@ -117,6 +75,13 @@ class InterRDF(ParallelAnalysisMixin, AnalysisBase):
     n_threads : int, optional
         Keyword only. CPU threads per process (default: all cores, divided among the workers
         of a parallel run).
+    method : {'auto', 'allpairs', 'cells'}, optional
+        Keyword only. How the pairs within ``rmax`` are found: ``'allpairs'`` computes every
+        pair's distance; ``'cells'`` sorts the atoms into a cell list and only looks at pairs
+        in neighbouring cells, so the cost grows as N instead of N² when ``rmax`` is well
+        below the box size. Both give the same counts (the distances are computed by the
+        same arithmetic). ``'auto'`` (default) estimates the work of both for each frame and
+        takes the cheaper one. Cell lists run on the CPU.
     verbose : bool, optional
         Show detailed progress of the calculation if set to ``True``.
 
@@ -172,13 +137,10 @@ class InterRDF(ParallelAnalysisMixin, AnalysisBase):
     >>> rdf.results.bins.shape, rdf.results.rdf.shape
     ((75,), (75,))
 
-    Frames can be split over processes with MDAnalysis's parallel backends or this
-    package's ``'node'`` backend (every GPU and CPU socket of the machine, see
-    :class:`~mdakit_fastrdf.backends.NodeBackend`); every backend gives the same integer
-    counts::
+    Frames can be split over processes with MDAnalysis's parallel backends; every backend
+    gives the same integer counts::
 
         rdf = InterRDF(ow, ow).run(backend="multiprocessing", n_workers=4)
-        rdf = InterRDF(ow, ow).run(backend="node")
     """
 
     def __init__(
@@ -195,18 +157,19 @@ class InterRDF(ParallelAnalysisMixin, AnalysisBase):
         device="auto",
         precision="single",
         n_threads=None,
+        method="auto",
         **kwargs,
     ):
-        _check_atomgroup(g1, "g1")
-        _check_atomgroup(g2, "g2")
+        check_atomgroup(g1, "g1")
+        check_atomgroup(g2, "g2")
         if g1.universe is not g2.universe:
             raise ValueError("g1 and g2 must belong to the same Universe")
         super().__init__(g1.universe.trajectory, **kwargs)
         self.g1 = g1
         self.g2 = g2
         self.norm = str(norm).lower()
-        nbins = _check_nbins(nbins)
-        range = _check_range(range)
+        nbins = check_nbins(nbins)
+        range = check_range(range)
         self.rdf_settings = {"bins": nbins, "range": range}
         self._exclusion_block = exclusion_block
         if exclude_same is not None and exclude_same not in _EXCLUDE_SAME:
@@ -219,10 +182,7 @@ class InterRDF(ParallelAnalysisMixin, AnalysisBase):
                 "The exclude_same argument to InterRDF cannot be used with exclusion_block."
             )
         self.exclude_same = _EXCLUDE_SAME.get(exclude_same)
-        if self.norm not in ["rdf", "density", "none"]:
-            raise ValueError(
-                f"'{self.norm}' is an invalid norm. Use 'rdf', 'density' or 'none'."
-            )
+        self.norm = check_norm(self.norm)
         if exclusion_block is not None:
             self._check_exclusion_block(exclusion_block)
         if not isinstance(backend, str) or backend.lower() not in _DISTANCE_BACKENDS:
@@ -232,11 +192,7 @@ class InterRDF(ParallelAnalysisMixin, AnalysisBase):
                 f"run(backend='multiprocessing' or 'dask')."
             )
         self.backend = backend
-        self.device = validate_device(device)
-        self.precision = validate_precision(precision)
-        self.n_threads = validate_n_threads(n_threads)
-        self._worker_threads = self.n_threads
-        self._engine = None
+        self._init_compute(device, precision, n_threads, method)
 
     def _check_exclusion_block(self, block):
         try:
@@ -258,25 +214,12 @@ class InterRDF(ParallelAnalysisMixin, AnalysisBase):
                 f"{nb // xb} in g2; both groups must hold the same number of blocks"
             )
 
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        state["_engine"] = None
-        return state
-
-    def _compute(self, indexed_frames, verbose=None, *, progressbar_kwargs=None):
-        # A GPU engine queues frames asynchronously; collect its counts before the worker's
-        # results are handed back.
-        super()._compute(indexed_frames, verbose=verbose, progressbar_kwargs=progressbar_kwargs)
-        if self._engine is not None:
-            self._engine.synchronize()
-        return self
-
     # -- per-worker setup ---------------------------------------------------------------
     def _prepare(self):
-        count, edges = np.histogram([-1], **self.rdf_settings)
-        nbins = len(count)
+        edges, bins = histogram_edges(self.rdf_settings["bins"], self.rdf_settings["range"])
+        nbins = len(bins)
         self.results.edges = edges
-        self.results.bins = 0.5 * (edges[:-1] + edges[1:])
+        self.results.bins = bins
         self.results.count_uint64 = np.zeros(nbins, dtype=np.uint64)
         if self.norm == "rdf":
             self.results.volume_cum = 0
@@ -298,7 +241,7 @@ class InterRDF(ParallelAnalysisMixin, AnalysisBase):
         self._labels = self._make_labels(same)
         self._buf = np.empty((len(self._ix), 3), dtype=np.float32)
         self._n1, self._n2 = n1, n2
-        self._engine = Engine(self.device, self.precision, self._worker_threads)
+        self._engine = self._make_engine()
 
     def _make_labels(self, same):
         """Per-atom integer labels: pairs with equal labels are excluded (or None)."""
@@ -318,53 +261,14 @@ class InterRDF(ParallelAnalysisMixin, AnalysisBase):
         return np.ascontiguousarray(codes.reshape(-1), dtype=np.int32)
 
     def _mdanalysis_compat(self, box, coords):
-        """Prepare ``coords`` (in place) and the box as MDAnalysis's capped_distance would.
-
-        InterRDF's distances come from ``capped_distance``, which picks a grid search or brute
-        force from the sizes (``_determine_method``). The grid search wraps positions into the
-        box in float32 (without a box it shifts them by their minimum); brute force wraps them
-        only for triclinic boxes and, for orthorhombic ones, takes the minimum image with a
-        float32 inverse box length. Doing the same operations gives the same distances.
-        Returns the box the kernel must use.
-        """
-        n1, n2, rmax = self._n1, self._n2, self._rmax
-        if n1 < 10 or n2 < 10:
-            grid = False
-        elif n1 * n2 >= 1e8:
-            grid = True
-        else:
-            if box.kind == NO_BOX:
-                size = coords.max(axis=0) - coords.min(axis=0)
-            elif box.kind == ORTHO:
-                size = np.diag(box.vectors32)
-            else:
-                size = box.vectors32.max(axis=0) - box.vectors32.min(axis=0)
-            grid = not np.any(rmax > 0.3 * size)
-        if box.kind == NO_BOX:
-            if grid:
-                lmin = coords.min(axis=0)
-                coords -= lmin - 0.1 * rmax
-            return box
-        if box.kind == ORTHO and not grid:
-            return Box(ORTHO_SCALED, box.vectors32)
-        wrap_positions(coords, box)
-        return box
+        """Prepare ``coords`` and the box as MDAnalysis's capped_distance would (see
+        :func:`mdakit_fastrdf._base.mdanalysis_compat`)."""
+        return mdanalysis_compat(box, coords, self._n1, self._n2, self._rmax)
 
     def _single_frame(self):
         ts = self._ts
-        box = prepare_box(ts.dimensions)
-        if self.norm == "rdf" and box.kind == NO_BOX:
-            raise ValueError(
-                "norm='rdf' needs the box volume, but this trajectory has no box "
-                f"(frame {ts.frame}: dimensions={ts.dimensions}). Use norm='density' or "
-                "norm='none', or set the box (e.g. with a transformation)."
-            )
-        np.take(ts.positions, self._ix, axis=0, out=self._buf)
-        if not np.isfinite(self._buf).all():
-            raise ValueError(
-                f"coordinates of frame {ts.frame} hold NaN or infinite values; "
-                "the RDF of such a frame is undefined"
-            )
+        box = self._frame_box()
+        self._take_positions(self._ix, self._buf)
         box = self._mdanalysis_compat(box, self._buf)
         self._engine.accumulate(
             self._buf, self._offsets, self._pairs, self._edges, box, self._labels, self._out
@@ -386,8 +290,7 @@ class InterRDF(ParallelAnalysisMixin, AnalysisBase):
         self.results.count = self.results.count_uint64.astype(np.float64)
         norm = self.n_frames
         if self.norm in ["rdf", "density"]:
-            vols = np.power(self.results.edges, 3)
-            norm *= 4 / 3 * np.pi * np.diff(vols)
+            norm *= shell_volumes(self.results.edges)
 
         if self.norm == "rdf":
             nA = len(self.g1)
@@ -404,15 +307,6 @@ class InterRDF(ParallelAnalysisMixin, AnalysisBase):
         self.results.rdf = self.results.count / norm
 
     # -- deprecated attributes, as in MDAnalysis --------------------------------------
-    def _deprecated(self, name, use):
-        warnings.warn(
-            f"The `{name}` attribute was deprecated in MDAnalysis 2.0.0 and will be removed "
-            f"in MDAnalysis 3.0.0. Please use `results.{use}` instead",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        return self.results[use]
-
     @property
     def edges(self):
         return self._deprecated("edges", "edges")

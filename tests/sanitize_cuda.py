@@ -34,6 +34,21 @@ def main():
                     assert np.array_equal(out, 2 * ref), (
                         box_name, precision, labels, kernel, max_window, exact)
                     n_cases += 1
+    # cell lists: shared and global kernels, periodic and not, labels, a flush of the block's
+    # histogram (tiny system: forced by the problem's size limits only, so just the paths)
+    for box_name in BOXES:
+        for precision in ("single", "double"):
+            for labels in (False, True):
+                for kernel, k, order in (("auto", 1, "rowmajor"), ("global", 2, "hilbert"),
+                                         ("auto", 3, "morton")):
+                    problem = make_problem(rng, box_name, sizes=(400, 300, 1), nbins=80,
+                                           labels=labels, rmax=7.0)
+                    ref, _ = histogram("cpu", problem, precision, method="allpairs")
+                    out, eng = histogram("cuda", problem, precision, frames=2, kernel=kernel,
+                                         method="cells", cells_per_cutoff=k, cell_order=order)
+                    assert eng.last_launch["method"] == "cells"
+                    assert np.array_equal(out, 2 * ref), (box_name, precision, labels, kernel, k)
+                    n_cases += 1
     print(f"sanitize_cuda: {n_cases} kernel runs agree with the CPU kernel")
 
 

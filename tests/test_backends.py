@@ -11,13 +11,14 @@ import subprocess
 import sys
 import textwrap
 import time
+import warnings
 
 import numpy as np
 import pytest
 
 from conftest import load_universe, make_universe, random_positions_in_box, requires_gpu
 
-from mdakit_fastrdf import InterRDF
+from mdakit_fastrdf import InterRDF, InterRDF_s, SpeciesRDF
 from mdakit_fastrdf._engine import (
     Engine, WorkerPlacement, placed_device, set_worker_placement, worker_placement,
 )
@@ -40,12 +41,37 @@ def _interrdf(u, **kw):
                     **kw)
 
 
-ANALYSES = [pytest.param(_interrdf, id="InterRDF")]
+def _interrdf_s(u, **kw):
+    kw.pop("device", None)  # CPU only
+    ow = u.select_atoms("name OW") if "OW" in set(u.atoms.names) else u.atoms
+    norm = "rdf" if u.dimensions is not None else "density"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # MDAnalysis's `u` argument
+        return InterRDF_s(u, [[ow[:20], ow[20:50]], [ow[50:60], ow[50:60]]], nbins=40,
+                          range=(0.0, 10.0), norm=norm, **kw)
+
+
+def _species(u, **kw):
+    norm = "rdf" if u.dimensions is not None else "density"
+    return SpeciesRDF(u.atoms[:700], by="name", nbins=50, range=(0.0, 10.0), norm=norm, **kw)
+
+
+ANALYSES = [
+    pytest.param(_interrdf, id="InterRDF"),
+    pytest.param(_interrdf_s, id="InterRDF_s"),
+    pytest.param(_species, id="SpeciesRDF"),
+]
 
 
 def _counts(analysis):
-    """The exact integer results of an analysis (every ``*_uint64`` array)."""
-    return {k: np.asarray(v) for k, v in analysis.results.items() if k.endswith("uint64")}
+    """The exact integer results of an analysis: every ``*_uint64`` array, else ``count``
+    (InterRDF_s: a list of float64 arrays of integer counts)."""
+    out = {k: np.asarray(v) for k, v in analysis.results.items() if k.endswith("uint64")}
+    if not out:
+        c = analysis.results.count
+        out = ({f"count[{i}]": np.asarray(x) for i, x in enumerate(c)} if isinstance(c, list)
+               else {"count": np.asarray(c)})
+    return out
 
 
 def _assert_identical(par, ser):
@@ -107,6 +133,8 @@ def test_all_backends_identical_on_dcd(psf_dcd, make):
 def test_gpu_standin_workers(adk, make):
     """GPU workers start with spawn, each bound to its own device and pinned to its own
     core; device='auto' maps to the worker's device (here a CPU stand-in)."""
+    if make(adk).device == "cpu":
+        pytest.skip("this class runs on the CPU only: the backend plans no GPU workers for it")
     ser = make(adk).run(step=2)
     backend = _standin_backend()
     par = make(adk).run(step=2, backend=backend)
@@ -133,9 +161,11 @@ def test_node_backend_on_real_gpus(adk, make):
     backend = NodeBackend()
     par = make(adk, device="cuda").run(backend=backend)
     _assert_identical(par, ser)
-    workers = backend.last_run["workers"]
-    assert workers and all(w["kind"] == "gpu" and w["start_method"] == "spawn" for w in workers)
+    workers = [w for w in backend.last_run["workers"] if w["kind"] == "gpu"]
+    assert workers and all(w["start_method"] == "spawn" for w in workers)
     assert len({w["device"] for w in workers}) == len(workers)
+    if getattr(par, "device", "auto") != "auto":  # device='cuda': GPU workers only
+        assert len(workers) == len(backend.last_run["workers"])
 
 
 def test_hybrid_standin_gpu_and_cpu_worker(adk):
@@ -274,7 +304,7 @@ def test_ctrl_c_stops_every_worker(tmp_path):
         import os, time
         import MDAnalysis as mda
         from MDAnalysisTests.datafiles import TPR, XTC
-        from mdakit_fastrdf import InterRDF
+        from mdakit_fastrdf import InterRDF, InterRDF_s, SpeciesRDF
 
         class SleepyRDF(InterRDF):
             def _prepare(self):

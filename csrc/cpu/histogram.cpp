@@ -18,12 +18,20 @@
 #include <limits>
 #include <type_traits>
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+#include "fastrdf/cells.hpp"
 #include "fastrdf/cpu.hpp"
 #include "fastrdf/geometry.hpp"
 #include "fastrdf/kernel_api.hpp"
 
 #ifndef FASTRDF_ISA
 #error "FASTRDF_ISA must name the instruction-set variant"
+#endif
+#ifndef FASTRDF_COMPACT
+#define FASTRDF_COMPACT 1
 #endif
 
 namespace fastrdf {
@@ -70,121 +78,140 @@ inline void row_indices(const float* __restrict xs, const float* __restrict ys,
     }
 }
 
+// One thread's private histograms and the row loop every kernel shares: a row is atom i
+// against the contiguous atoms [js, js + n) of the (possibly sorted) coordinate arrays of q.
 template <typename T, class Box, bool Labels, bool Exact>
-void run_tasks(const FrameProblem& p, Workspace& ws, const Box& box, const Binning<T>& bin,
-               std::size_t bs, int n_tasks) {
-    const std::size_t stride = static_cast<std::size_t>(p.nbins) + kDummySlots;
-    const std::size_t hist_len = thread_hist_len(p);
-    const int nt = p.n_threads;
-    const uint64_t flush_limit = std::numeric_limits<uint32_t>::max();
+struct ThreadHist {
+    const FrameProblem& q;
+    const Box& box;
+    const Binning<T>& bin;
+    uint32_t* hist;
+    uint64_t* since;
+    uint32_t* idx;
+    std::size_t stride;
 
-    std::atomic<int> next_task{0};
-    parallel_run(nt, [&](int tid) {
-        uint32_t* hist = ws.thread_hist.data() + tid * hist_len;
-        uint64_t* since = ws.thread_since_flush.data() + tid * thread_since_len(p);
-        std::memset(hist, 0, hist_len * sizeof(uint32_t));
-        std::fill(since, since + p.n_pairs, uint64_t(0));
-        uint32_t* idx = ws.thread_idx.data() + tid * (bs + kDummySlots);
-
-        auto flush = [&](int pair) {
-            const bool same = p.pairs[2 * pair] == p.pairs[2 * pair + 1];
-            uint32_t* h = hist + pair * stride;
-            uint64_t* o = p.out + static_cast<std::size_t>(pair) * p.nbins;
-            for (int b = 0; b < p.nbins; ++b) {
-                if (h[b]) {
-                    const uint64_t v = same ? 2 * static_cast<uint64_t>(h[b]) : h[b];
-                    __atomic_fetch_add(o + b, v, __ATOMIC_RELAXED);
-                }
-            }
-            std::memset(h, 0, stride * sizeof(uint32_t));
-            since[pair] = 0;
-        };
-
-        // dynamic schedule: each thread takes the next tile
-        for (int t = next_task.fetch_add(1, std::memory_order_relaxed); t < n_tasks;
-             t = next_task.fetch_add(1, std::memory_order_relaxed)) {
-            const int64_t* task = ws.tasks.data() + 5 * t;
-            const int pair = static_cast<int>(task[0]);
-            const int64_t i0 = task[1], i1 = task[2], j0 = task[3], j1 = task[4];
-            const bool diag = p.pairs[2 * pair] == p.pairs[2 * pair + 1] && i0 == j0;
-            const uint64_t tile_pairs = static_cast<uint64_t>(i1 - i0) * static_cast<uint64_t>(j1 - j0);
-            if (since[pair] + tile_pairs > flush_limit) flush(pair);
-            since[pair] += tile_pairs;
-            uint32_t* h = hist + pair * stride;
-            const uint32_t nbu = static_cast<uint32_t>(p.nbins);
-            for (int64_t i = i0; i < i1; ++i) {
-                const int64_t js = diag ? std::max(j0, i + 1) : j0;
-                const int n = static_cast<int>(j1 - js);
-                if (n <= 0) continue;
-                row_indices<T, Box, Labels, Exact>(p.x + js, p.y + js, p.z + js,
-                                                   Labels ? p.labels + js : nullptr, n, p.x[i],
-                                                   p.y[i], p.z[i], Labels ? p.labels[i] : 0, box,
-                                                   bin, idx);
-                // Increment in chunks of 16; a chunk whose pairs all fell out of range (the
-                // common case when r_max is well below the box) is skipped after one
-                // vectorised test. Dummy slots take the out-of-range pairs of the others.
-                const int n_pad = (n + kDummySlots - 1) / kDummySlots * kDummySlots;
-                for (int k = n; k < n_pad; ++k) idx[k] = nbu;  // padding goes to a dummy slot
-                for (int k0 = 0; k0 < n_pad; k0 += kDummySlots) {
-                    const uint32_t* chunk = idx + k0;
-                    uint32_t any = 0;
-                    for (int k = 0; k < kDummySlots; ++k)
-                        any |= static_cast<uint32_t>((chunk[k] & ~kNearFlag) < nbu);
-                    if (!any) continue;
-                    for (int k = k0; k < k0 + kDummySlots; ++k) {
-                        uint32_t b = idx[k];
-                        if (Exact && (b & kNearFlag)) {
-                            // Rare: recompute this pair's distance (same arithmetic) and settle
-                            // the bin against numpy's edges.
-                            const int64_t j = js + k;
-                            const T r = std::sqrt(box.dist2(static_cast<T>(p.x[j] - p.x[i]),
-                                                            static_cast<T>(p.y[j] - p.y[i]),
-                                                            static_cast<T>(p.z[j] - p.z[i])));
-                            b = static_cast<uint32_t>(bin.exact_bin(r));
-                        }
-                        ++h[b];
-                    }
-                }
+    void flush(int pair) {
+        const bool same = q.pairs[2 * pair] == q.pairs[2 * pair + 1];
+        uint32_t* h = hist + pair * stride;
+        uint64_t* o = q.out + static_cast<std::size_t>(pair) * q.nbins;
+        for (int b = 0; b < q.nbins; ++b) {
+            if (h[b]) {
+                const uint64_t v = same ? 2 * static_cast<uint64_t>(h[b]) : h[b];
+                __atomic_fetch_add(o + b, v, __ATOMIC_RELAXED);
             }
         }
-        for (int pair = 0; pair < p.n_pairs; ++pair) flush(pair);
+        std::memset(h, 0, stride * sizeof(uint32_t));
+        since[pair] = 0;
+    }
+
+    // Announce n more pairs of `pair`; flushes first if a bin could wrap.
+    void reserve(int pair, uint64_t n) {
+        if (since[pair] + n > std::numeric_limits<uint32_t>::max()) flush(pair);
+        since[pair] += n;
+    }
+
+    void row(int pair, int64_t i, int64_t js, int n) {
+        uint32_t* h = hist + pair * stride;
+        const uint32_t nbu = static_cast<uint32_t>(q.nbins);
+        row_indices<T, Box, Labels, Exact>(q.x + js, q.y + js, q.z + js,
+                                           Labels ? q.labels + js : nullptr, n, q.x[i], q.y[i],
+                                           q.z[i], Labels ? q.labels[i] : 0, box, bin, idx);
+#if FASTRDF_COMPACT
+        if (!Exact) {
+            // Single precision (no pair needs a second look): pack the in-range bins to the
+            // front of idx, then increment only those.
+            int m = 0;
+#if defined(__AVX512F__)
+            const __m512i vnb = _mm512_set1_epi32(static_cast<int>(nbu));
+            int k0 = 0;
+            for (; k0 + 16 <= n; k0 += 16) {
+                const __m512i v = _mm512_loadu_si512(idx + k0);
+                const __mmask16 in = _mm512_cmplt_epu32_mask(v, vnb);
+                _mm512_storeu_si512(idx + m, _mm512_maskz_compress_epi32(in, v));
+                m += __builtin_popcount(static_cast<unsigned>(in));
+            }
+            for (int k = k0; k < n; ++k) {
+                const uint32_t b = idx[k];
+                idx[m] = b;
+                m += b < nbu;
+            }
+#else
+            for (int k = 0; k < n; ++k) {
+                const uint32_t b = idx[k];
+                idx[m] = b;
+                m += b < nbu;
+            }
+#endif
+            // restrict: the histogram and the index buffer never overlap, so the compiler
+            // need not reload its pointers after every increment
+            uint32_t* __restrict hr = h;
+            const uint32_t* __restrict ir = idx;
+            for (int k = 0; k < m; ++k) ++hr[ir[k]];
+            return;
+        }
+#endif
+        // Increment in chunks of 16; a chunk whose pairs all fell out of range (the common
+        // case when r_max is well below the box) is skipped after one vectorised test. Dummy
+        // slots take the out-of-range pairs of the others.
+        const int n_pad = (n + kDummySlots - 1) / kDummySlots * kDummySlots;
+        for (int k = n; k < n_pad; ++k) idx[k] = nbu;  // padding goes to a dummy slot
+        for (int k0 = 0; k0 < n_pad; k0 += kDummySlots) {
+            const uint32_t* chunk = idx + k0;
+            uint32_t any = 0;
+            for (int k = 0; k < kDummySlots; ++k)
+                any |= static_cast<uint32_t>((chunk[k] & ~kNearFlag) < nbu);
+            if (!any) continue;
+            for (int k = k0; k < k0 + kDummySlots; ++k) {
+                uint32_t b = idx[k];
+                if (Exact && (b & kNearFlag)) {
+                    // Rare: recompute this pair's distance (same arithmetic) and settle the
+                    // bin against numpy's edges.
+                    const int64_t j = js + k;
+                    const T r = std::sqrt(box.dist2(static_cast<T>(q.x[j] - q.x[i]),
+                                                    static_cast<T>(q.y[j] - q.y[i]),
+                                                    static_cast<T>(q.z[j] - q.z[i])));
+                    b = static_cast<uint32_t>(bin.exact_bin(r));
+                }
+                ++h[b];
+            }
+        }
+    }
+};
+
+// Runs body(thread_hist, task) for every task 0 .. n_tasks - 1 on p.n_threads threads taking
+// tasks dynamically, then flushes every thread's histograms. q: the problem whose coordinate
+// arrays the rows read (the frame's, or the sorted copy of a cell grid).
+template <typename T, class Box, bool Labels, bool Exact, class Body>
+void run_threads(const FrameProblem& q, Workspace& ws, const Box& box, const Binning<T>& bin,
+                 std::size_t row_len, int64_t n_tasks, Body&& body) {
+    const std::size_t stride = static_cast<std::size_t>(q.nbins) + kDummySlots;
+    const std::size_t hist_len = thread_hist_len(q);
+    const int nt = q.n_threads;
+    ws.thread_hist.resize(hist_len * nt);
+    ws.thread_idx.resize((row_len + kDummySlots) * nt);
+    ws.thread_since_flush.resize(thread_since_len(q) * nt);
+
+    std::atomic<int64_t> next_task{0};
+    parallel_run(nt, [&](int tid) {
+        ThreadHist<T, Box, Labels, Exact> th{q, box, bin,
+                                            ws.thread_hist.data() + tid * hist_len,
+                                            ws.thread_since_flush.data() + tid * thread_since_len(q),
+                                            ws.thread_idx.data() + tid * (row_len + kDummySlots),
+                                            stride};
+        std::memset(th.hist, 0, hist_len * sizeof(uint32_t));
+        std::fill(th.since, th.since + q.n_pairs, uint64_t(0));
+        // dynamic schedule: each thread takes the next task
+        for (int64_t t = next_task.fetch_add(1, std::memory_order_relaxed); t < n_tasks;
+             t = next_task.fetch_add(1, std::memory_order_relaxed))
+            body(th, t);
+        for (int pair = 0; pair < q.n_pairs; ++pair) th.flush(pair);
     });
 }
 
-template <typename T, class Box>
-void run_box(const FrameProblem& p, Workspace& ws, const Box& box, const Binning<T>& bin,
-             std::size_t bs, int n_tasks) {
-    constexpr bool exact = std::is_same<T, double>::value;
-    if (p.labels)
-        run_tasks<T, Box, true, exact>(p, ws, box, bin, bs, n_tasks);
-    else
-        run_tasks<T, Box, false, exact>(p, ws, box, bin, bs, n_tasks);
-}
-
-template <typename T>
-void run_precision(const FrameProblem& p, Workspace& ws, std::size_t bs, int n_tasks) {
-    const T* edges_t;
-    const T* images_t;
-    if (std::is_same<T, double>::value) {
-        edges_t = reinterpret_cast<const T*>(p.edges);
-        images_t = reinterpret_cast<const T*>(p.images);
-    } else {
-        ws.edges_f.assign(p.edges, p.edges + p.nbins + 1);
-        ws.images_f.assign(p.images, p.images + 3 * p.n_images);
-        edges_t = reinterpret_cast<const T*>(ws.edges_f.data());
-        images_t = reinterpret_cast<const T*>(ws.images_f.data());
-    }
-    const Binning<T> bin = make_binning<T>(p, edges_t);
-    with_box<T>(p, images_t, [&](const auto& box) { run_box(p, ws, box, bin, bs, n_tasks); });
-    add_self_pairs(p, bin, p.out);
-}
-
-}  // namespace
-
-void histogram_frame(const FrameProblem& p, Workspace& ws) {
-    if (p.n_pairs == 0 || p.nbins <= 0) return;
+// All pairs: the pairs of every species pair cut into bs x bs tiles.
+template <typename T, class Box, bool Labels, bool Exact>
+void run_tiles(const FrameProblem& p, Workspace& ws, const Box& box, const Binning<T>& bin) {
     const std::size_t bs = block_size(p.l2_bytes, p.nbins, p.n_pairs);
-
     ws.tasks.clear();
     for (int pair = 0; pair < p.n_pairs; ++pair) {
         const int a = p.pairs[2 * pair], b = p.pairs[2 * pair + 1];
@@ -199,15 +226,129 @@ void histogram_frame(const FrameProblem& p, Workspace& ws) {
             }
         }
     }
-    const int n_tasks = static_cast<int>(ws.tasks.size() / 5);
-    ws.thread_hist.resize(thread_hist_len(p) * p.n_threads);
-    ws.thread_idx.resize((bs + kDummySlots) * p.n_threads);
-    ws.thread_since_flush.resize(thread_since_len(p) * p.n_threads);
+    const int64_t n_tasks = static_cast<int64_t>(ws.tasks.size() / 5);
+    run_threads<T, Box, Labels, Exact>(p, ws, box, bin, bs, n_tasks, [&](auto& th, int64_t t) {
+        const int64_t* task = ws.tasks.data() + 5 * t;
+        const int pair = static_cast<int>(task[0]);
+        const int64_t i0 = task[1], i1 = task[2], j0 = task[3], j1 = task[4];
+        const bool diag = p.pairs[2 * pair] == p.pairs[2 * pair + 1] && i0 == j0;
+        th.reserve(pair, static_cast<uint64_t>(i1 - i0) * static_cast<uint64_t>(j1 - j0));
+        for (int64_t i = i0; i < i1; ++i) {
+            const int64_t js = diag ? std::max(j0, i + 1) : j0;
+            const int n = static_cast<int>(j1 - js);
+            if (n > 0) th.row(pair, i, js, n);
+        }
+    });
+}
 
-    if (p.double_precision)
-        run_precision<double>(p, ws, bs, n_tasks);
+// Cell lists (cells.hpp): a task is one species pair and one column of cells (axes 0, 1) of
+// its first species; each atom of the column meets the strips of its neighbour columns.
+template <typename T, class Box, bool Labels, bool Exact>
+void run_cells(const FrameProblem& p, Workspace& ws, const Box& box, const Binning<T>& bin) {
+    const CellGrid& g = ws.grid;
+    FrameProblem q = p;  // the rows read the sorted copy
+    q.x = g.x.data();
+    q.y = g.y.data();
+    q.z = g.z.data();
+    q.labels = Labels ? g.labels.data() : nullptr;
+    const int64_t n_cols = static_cast<int64_t>(g.n[0]) * g.n[1];
+    const int n2 = g.n[2];
+    const int64_t stride = g.n_cells + 1;
+    // The longest row: 2k + 1 cells of axis 2 (or all of them).
+    int64_t row_len = 1;
+    for (int s = 0; s < p.n_species; ++s) {
+        const int64_t* st = g.start.data() + s * stride;
+        for (int64_t col = 0; col < n_cols; ++col)
+            for (int z = 0; z < n2; ++z)
+                for (int r = g.full_start[z]; r < g.full_start[z + 1]; ++r)
+                    row_len = std::max(row_len, st[col * n2 + g.full[2 * r + 1] + 1] -
+                                                    st[col * n2 + g.full[2 * r]]);
+    }
+    run_threads<T, Box, Labels, Exact>(q, ws, box, bin, static_cast<std::size_t>(row_len),
+                                       p.n_pairs * n_cols, [&](auto& th, int64_t t) {
+        const int pair = static_cast<int>(t / n_cols);
+        const int64_t col = t % n_cols;
+        const int a = p.pairs[2 * pair], b = p.pairs[2 * pair + 1];
+        const bool same = a == b;
+        const int64_t* sa = g.start.data() + a * stride + col * n2;
+        const int64_t* sb_all = g.start.data() + b * stride;
+        for (int32_t m = g.col_start[col]; m < g.col_start[col + 1]; ++m) {
+            const int64_t ncol = g.col_nbr[m];
+            if (same && ncol < col) continue;
+            const bool own = ncol == col;
+            const int32_t* rs = (same && own) ? g.after_start.data() : g.full_start.data();
+            const int32_t* rv = (same && own) ? g.after.data() : g.full.data();
+            const int64_t* sb = sb_all + ncol * n2;
+            for (int z = 0; z < n2; ++z) {
+                const int64_t i0 = sa[z], i1 = sa[z + 1];
+                if (i0 == i1) continue;
+                for (int32_t r = rs[z]; r < rs[z + 1]; ++r) {
+                    const int64_t j0 = sb[rv[2 * r]], j1 = sb[rv[2 * r + 1] + 1];
+                    if (j0 == j1) continue;
+                    th.reserve(pair, static_cast<uint64_t>(i1 - i0) * static_cast<uint64_t>(j1 - j0));
+                    for (int64_t i = i0; i < i1; ++i) th.row(pair, i, j0, static_cast<int>(j1 - j0));
+                }
+                if (same && own) {  // the atoms after i in its own cell
+                    th.reserve(pair, static_cast<uint64_t>(i1 - i0) * static_cast<uint64_t>(i1 - i0));
+                    for (int64_t i = i0; i + 1 < i1; ++i) th.row(pair, i, i + 1, static_cast<int>(i1 - i - 1));
+                }
+            }
+        }
+    });
+}
+
+template <typename T, class Box, bool Labels, bool Exact>
+void run_tasks(const FrameProblem& p, Workspace& ws, const Box& box, const Binning<T>& bin) {
+    if (ws.used_cells)
+        run_cells<T, Box, Labels, Exact>(p, ws, box, bin);
     else
-        run_precision<float>(p, ws, bs, n_tasks);
+        run_tiles<T, Box, Labels, Exact>(p, ws, box, bin);
+}
+
+template <typename T, class Box>
+void run_box(const FrameProblem& p, Workspace& ws, const Box& box, const Binning<T>& bin) {
+    constexpr bool exact = std::is_same<T, double>::value;
+    if (p.labels)
+        run_tasks<T, Box, true, exact>(p, ws, box, bin);
+    else
+        run_tasks<T, Box, false, exact>(p, ws, box, bin);
+}
+
+template <typename T>
+void run_precision(const FrameProblem& p, Workspace& ws) {
+    const T* edges_t;
+    const T* images_t;
+    if (std::is_same<T, double>::value) {
+        edges_t = reinterpret_cast<const T*>(p.edges);
+        images_t = reinterpret_cast<const T*>(p.images);
+    } else {
+        ws.edges_f.assign(p.edges, p.edges + p.nbins + 1);
+        ws.images_f.assign(p.images, p.images + 3 * p.n_images);
+        edges_t = reinterpret_cast<const T*>(ws.edges_f.data());
+        images_t = reinterpret_cast<const T*>(ws.images_f.data());
+    }
+    const Binning<T> bin = make_binning<T>(p, edges_t);
+    with_box<T>(p, images_t, [&](const auto& box) { run_box(p, ws, box, bin); });
+    add_self_pairs(p, bin, p.out);
+}
+
+}  // namespace
+
+void histogram_frame(const FrameProblem& p, Workspace& ws) {
+    ws.used_cells = false;
+    if (p.n_pairs == 0 || p.nbins <= 0) return;
+    if (p.method != kMethodAllPairs) {
+        const CellPlan plan = plan_cells(p, p.cell_k, p.cell_order);
+        ws.plan = plan;
+        if (p.method == kMethodCells || cells_pay(plan)) {
+            build_cells(p, plan, ws.grid);
+            ws.used_cells = true;
+        }
+    }
+    if (p.double_precision)
+        run_precision<double>(p, ws);
+    else
+        run_precision<float>(p, ws);
 }
 
 }  // namespace FASTRDF_ISA

@@ -17,14 +17,17 @@
 //   * the distance and bin maths is geometry.hpp's, shared with the CPU kernel; built with
 //     --fmad=false and IEEE sqrt, so that both give the same histogram bit for bit.
 #include <cuda_runtime.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
+#include "fastrdf/cells.hpp"
 #include "fastrdf/cuda.hpp"
 #include "fastrdf/geometry.hpp"
 #include "fastrdf/kernel_api.hpp"
@@ -45,6 +48,14 @@ constexpr int kCopyBudgetWords = 12288; // sub-histograms up to 48 KB per block
 constexpr int kMaxSharedSweeps = 4;     // auto: more sweeps than this -> global kernel (measured,
                                         // benchmarks/NOTES.md: 4 shared sweeps beat 64-bit atomics)
 constexpr int kMaxBins = 4000000;       // bin coordinates < 2^22 (geometry.hpp's trunc_nonneg)
+
+// CPUs this process may run on (its affinity mask), at most cap.
+std::size_t usable_cpus(std::size_t cap) {
+    cpu_set_t set;
+    std::size_t n = std::thread::hardware_concurrency();
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) n = static_cast<std::size_t>(CPU_COUNT(&set));
+    return std::clamp<std::size_t>(n, 1, cap);
+}
 
 std::string error_text(cudaError_t e) {
     return std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")";
@@ -197,15 +208,16 @@ struct FastRule {
 
 // All pairs of this thread's i atoms with the j atoms in shared memory. Tri: same-species
 // task on the diagonal, only j > i counts. Padding i atoms are NaN: never in range.
-template <typename T, class Box, class Rule, bool Labels, bool Global, bool Windowed, bool Tri>
-__device__ __forceinline__ void tile_pairs(const float4 (&ai)[kRows], const int (&ii)[kRows],
+template <typename T, class Box, class Rule, bool Labels, bool Global, bool Windowed, bool Tri,
+          int R = kRows>
+__device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii)[R],
                                            const float4* jt, int jb, int nj, const Box& box,
                                            const Rule& rule, unsigned long long* out,
                                            unsigned mult, uint32_t* mine, int lo, int w) {
     for (int k = 0; k < nj; ++k) {
         const float4 aj = jt[k];
 #pragma unroll
-        for (int r = 0; r < kRows; ++r) {
+        for (int r = 0; r < R; ++r) {
             bool ok = true;
             if (Tri) ok = jb + k > ii[r];
             if (Labels) ok = ok && (__float_as_int(aj.w) != __float_as_int(ai[r].w));
@@ -272,6 +284,226 @@ __global__ void __launch_bounds__(kThreads)
             if (s) atomicAdd(out + lo + k, s * mult);
         }
     }
+}
+
+// ---- Cell lists (cells.hpp) --------------------------------------------------------------
+//
+// Per frame, on the device: every atom gets its cell (assign_cells, in double, as on the
+// CPU), each species block is counting-sorted by cell (count, scan_cells, scatter_cells; the
+// order inside a cell depends on the atomics, which cannot change a count: the distance of
+// (i, j) equals that of (j, i) bit for bit), then cell_kernel histograms. A block of
+// cell_kernel takes one species pair, one column of cells and one neighbour column; it walks
+// its column's atoms in chunks of kCellThreads (one per thread) and streams, for each chunk,
+// the strip of neighbour cells along axis 2 that covers every cell of the chunk. Each
+// unordered pair is looked at once: for a species with itself only neighbour columns of
+// higher rank, and in its own column only j > i.
+
+constexpr int kCellThreads = 128;
+constexpr int kScanThreads = 1024;
+
+struct CellTask {
+    int pair, col, ncol, part;
+};
+
+struct CellFrame {
+    int n[3];
+    int k;
+    int periodic;
+    int n_species;
+    int n_cells;
+    double f[3][3];       // periodic: fractional coordinate d = f[d] . r
+    double lo[3], side[3];  // no box: cell d = (r[d] - lo[d]) / side[d]
+};
+
+__global__ void assign_cells(const float4* __restrict__ atoms, int n, const int* __restrict__ offsets,
+                             const int* __restrict__ rank, const CellFrame g, int* __restrict__ cell_of,
+                             int* __restrict__ count) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const float4 a = atoms[i];
+    const double r[3] = {a.x, a.y, a.z};
+    int c[3];
+#pragma unroll
+    for (int d = 0; d < 3; ++d) {
+        if (g.periodic) {
+            double s = g.f[d][0] * r[0] + g.f[d][1] * r[1] + g.f[d][2] * r[2];
+            s -= floor(s);
+            c[d] = static_cast<int>(s * g.n[d]);
+        } else {
+            c[d] = static_cast<int>((r[d] - g.lo[d]) / g.side[d]);
+        }
+        c[d] = min(max(c[d], 0), g.n[d] - 1);
+    }
+    const int cell = rank[c[0] * g.n[1] + c[1]] * g.n[2] + c[2];
+    int lo = 0, hi = g.n_species;  // species: offsets[s] <= i < offsets[s + 1]
+    while (hi - lo > 1) {
+        const int mid = (lo + hi) / 2;
+        if (offsets[mid] <= i) lo = mid; else hi = mid;
+    }
+    cell_of[i] = cell;
+    atomicAdd(count + lo * (g.n_cells + 1) + cell + 1, 1);
+}
+
+// One block per species: count[s][0..n_cells] (count[s][c + 1] atoms in cell c) becomes the
+// first sorted index of every cell, offsets[s] + the atoms of the cells before; fill = start.
+__global__ void __launch_bounds__(kScanThreads)
+    scan_cells(int* __restrict__ start, int* __restrict__ fill, const int* __restrict__ offsets,
+               int n_cells) {
+    __shared__ int sums[kScanThreads];
+    const int len = n_cells + 1;
+    int* seg = start + blockIdx.x * len;
+    int* fseg = fill + blockIdx.x * len;
+    const int per = (len + kScanThreads - 1) / kScanThreads;
+    const int b = threadIdx.x * per, e = min(b + per, len);
+    int local = 0;
+    for (int c = b; c < e; ++c) local += seg[c];
+    sums[threadIdx.x] = local;
+    __syncthreads();
+    for (int off = 1; off < kScanThreads; off *= 2) {
+        const int v = threadIdx.x >= off ? sums[threadIdx.x - off] : 0;
+        __syncthreads();
+        sums[threadIdx.x] += v;
+        __syncthreads();
+    }
+    int run = offsets[blockIdx.x] + sums[threadIdx.x] - local;
+    for (int c = b; c < e; ++c) {
+        run += seg[c];
+        seg[c] = run;
+        fseg[c] = run;
+    }
+}
+
+__global__ void scatter_cells(const float4* __restrict__ atoms, int n, const int* __restrict__ offsets,
+                              int n_species, int n_cells, const int* __restrict__ cell_of, int n2,
+                              int* __restrict__ fill, float4* __restrict__ sorted, int* __restrict__ zsorted) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    int lo = 0, hi = n_species;
+    while (hi - lo > 1) {
+        const int mid = (lo + hi) / 2;
+        if (offsets[mid] <= i) lo = mid; else hi = mid;
+    }
+    const int cell = cell_of[i];
+    const int pos = atomicAdd(fill + lo * (n_cells + 1) + cell, 1);
+    sorted[pos] = atoms[i];
+    zsorted[pos] = cell % n2;
+}
+
+struct CellKernelArgs {
+    const float4* atoms;  // sorted by cell within each species block
+    const int* zcell;     // axis-2 cell of every sorted atom
+    const int* start;     // n_species * (n_cells + 1)
+    const CellTask* tasks;
+    const int* pairs;     // 2 * n_pairs species
+    unsigned long long* out;
+    int nbins, copies, parts;
+    int n2, k, periodic, n_cells;
+};
+
+template <bool Global>
+__device__ __forceinline__ void flush_cells(uint32_t* hist, int copies, int nbins, unsigned long long* out,
+                                            unsigned mult) {
+    if (Global) return;
+    __syncthreads();
+    for (int b = threadIdx.x; b < nbins; b += kCellThreads) {
+        unsigned long long s = 0;
+        for (int c = 0; c < copies; ++c) {
+            s += hist[c * nbins + b];
+            hist[c * nbins + b] = 0u;
+        }
+        if (s) atomicAdd(out + b, s * mult);
+    }
+    __syncthreads();
+}
+
+template <typename T, class Box, class Rule, bool Labels, bool Global>
+__global__ void __launch_bounds__(kCellThreads)
+    cell_kernel(const CellKernelArgs a, const Box box, const Rule rule) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    float4* jt = reinterpret_cast<float4*>(smem);
+    uint32_t* hist = reinterpret_cast<uint32_t*>(jt + kCellThreads);
+
+    const CellTask t = a.tasks[blockIdx.x];
+    const int sa = a.pairs[2 * t.pair], sb = a.pairs[2 * t.pair + 1];
+    const bool tri = sa == sb && t.col == t.ncol;
+    const unsigned mult = sa == sb ? 2u : 1u;
+    unsigned long long* out = a.out + static_cast<std::size_t>(t.pair) * a.nbins;
+    const int* st_a = a.start + static_cast<std::size_t>(sa) * (a.n_cells + 1) + t.col * a.n2;
+    const int* st_b = a.start + static_cast<std::size_t>(sb) * (a.n_cells + 1) + t.ncol * a.n2;
+    uint32_t* mine = hist + ((threadIdx.x >> 5) % a.copies) * a.nbins;
+    if (!Global)
+        for (int b = threadIdx.x; b < a.copies * a.nbins; b += kCellThreads) hist[b] = 0u;
+    // pairs binned since the last flush: below 2^32, so no uint32 bin can wrap
+    unsigned long long since = 0;
+    const unsigned long long limit = 0xffffffffull;
+
+    const int c_end = st_a[a.n2];
+    const float nan = __int_as_float(0x7fc00000);
+    for (int c0 = st_a[0] + t.part * kCellThreads; c0 < c_end; c0 += a.parts * kCellThreads) {
+        const int c1 = min(c0 + kCellThreads, c_end);
+        const int zlo = a.zcell[c0], zhi = a.zcell[c1 - 1];
+        // neighbour cells along axis 2 of every cell of the chunk: one or two ranges
+        int r0[2], r1[2], nr = 1;
+        const int lo = zlo - a.k, hi = zhi + a.k;
+        if (!a.periodic) {
+            r0[0] = max(lo, 0);
+            r1[0] = min(hi, a.n2 - 1);
+        } else if (hi - lo + 1 >= a.n2) {
+            r0[0] = 0;
+            r1[0] = a.n2 - 1;
+        } else if (lo < 0) {
+            r0[0] = 0; r1[0] = hi;
+            r0[1] = lo + a.n2; r1[1] = a.n2 - 1;
+            nr = 2;
+        } else if (hi >= a.n2) {
+            r0[0] = lo; r1[0] = a.n2 - 1;
+            r0[1] = 0; r1[1] = hi - a.n2;
+            nr = 2;
+        } else {
+            r0[0] = lo;
+            r1[0] = hi;
+        }
+        float4 ai[1];
+        int ii[1];
+        ii[0] = c0 + static_cast<int>(threadIdx.x);
+        ai[0] = ii[0] < c1 ? a.atoms[ii[0]] : make_float4(nan, nan, nan, 0.f);
+        for (int r = 0; r < nr; ++r) {
+            int j0 = st_b[r0[r]];
+            const int j1 = st_b[r1[r] + 1];
+            if (tri) j0 = max(j0, c0 + 1);  // only j > i
+            for (int jp = j0; jp < j1; jp += (1 << 24)) {
+                const int jq = min(j1, jp + (1 << 24));
+                const unsigned long long pairs = static_cast<unsigned long long>(c1 - c0) * (jq - jp);
+                if (!Global && since + pairs > limit) {
+                    flush_cells<Global>(hist, a.copies, a.nbins, out, mult);
+                    since = 0;
+                }
+                since += pairs;
+                for (int jb = jp; jb < jq; jb += kCellThreads) {
+                    __syncthreads();
+                    const int j = jb + threadIdx.x;
+                    if (j < jq) jt[threadIdx.x] = a.atoms[j];
+                    __syncthreads();
+                    const int nj = min(kCellThreads, jq - jb);
+                    if (tri)
+                        tile_pairs<T, Box, Rule, Labels, Global, false, true, 1>(
+                            ai, ii, jt, jb, nj, box, rule, out, mult, mine, 0, a.nbins);
+                    else
+                        tile_pairs<T, Box, Rule, Labels, Global, false, false, 1>(
+                            ai, ii, jt, jb, nj, box, rule, out, mult, mine, 0, a.nbins);
+                }
+            }
+        }
+    }
+    flush_cells<Global>(hist, a.copies, a.nbins, out, mult);
+}
+
+// Whether the cell kernel is expected to beat the all-pairs kernel on a GPU: the pairs it looks
+// at (with the chunks' longer strips), plus sorting and four more launches (~3 10^7 pair-times,
+// measured: benchmarks/NOTES.md "GPU cell lists").
+bool gpu_cells_pay(const CellPlan& pl) {
+    return pl.n[0] * pl.n[1] * pl.n[2] > 1 &&
+           1.5 * pl.cell_pairs + 50.0 * pl.atoms + 3e7 < pl.allpairs_pairs;
 }
 
 bool same_vector(const std::vector<int64_t>& v, const int64_t* p, std::size_t n) {
@@ -348,9 +580,21 @@ struct Histogrammer::Impl {
     int out_pairs = 0, out_nbins = 0;
     bool pending = false;
     LaunchInfo launch;
+    LaunchInfo allpairs_launch;  // plan()'s launch shape, kept while frames run on cells
 
-    Impl(int dev, KernelChoice k, int mw, bool exact)
-        : device(dev), choice(k), max_window_bins(mw), exact_only(exact) {
+    // cell lists
+    int method = kMethodAuto, cell_k = 1, cell_order = kOrderRowMajor;
+    std::size_t pack_threads = usable_cpus(8);  // threads that pack large frames
+    DeviceArray<int> dev_offsets32, dev_pairs32, dev_rank, dev_cell_of, dev_start, dev_fill, dev_zcell;
+    DeviceArray<float4> dev_sorted;
+    DeviceArray<CellTask> dev_cell_tasks;
+    std::vector<int64_t> cell_key;  // what the cell tables were built for
+    long long n_cell_tasks = 0;
+    int cell_parts = 1;
+
+    Impl(int dev, KernelChoice k, int mw, bool exact, int meth, int ck, int order)
+        : device(dev), choice(k), max_window_bins(mw), exact_only(exact), method(meth), cell_k(ck),
+          cell_order(order) {
         std::string why;
         const int n = device_count(&why);
         if (n == 0) throw CudaError("no usable CUDA device: " + why);
@@ -391,7 +635,10 @@ struct Histogrammer::Impl {
                                 same_vector(task_offsets, p.offsets, p.n_species + 1) &&
                                 task_pairs.size() == static_cast<std::size_t>(2 * p.n_pairs) &&
                                 std::equal(task_pairs.begin(), task_pairs.end(), p.pairs);
-        if (same_tasks) return;
+        if (same_tasks) {
+            launch = allpairs_launch;
+            return;
+        }
 
         // launch shape
         const int cap = window_cap();
@@ -459,6 +706,163 @@ struct Histogrammer::Impl {
         task_offsets.assign(p.offsets, p.offsets + p.n_species + 1);
         task_pairs.assign(p.pairs, p.pairs + 2 * p.n_pairs);
         task_nbins = p.nbins;
+        launch.method = "allpairs";
+        allpairs_launch = launch;
+    }
+
+    // Static tables of the cell kernel (column ranks, task list, species), rebuilt when the
+    // grid's shape or the species change; and the launch shape.
+    void plan_cell_tables(const FrameProblem& p, const CellPlan& pl) {
+        std::vector<int64_t> key = {pl.n[0], pl.n[1], pl.n[2], pl.k, pl.order, pl.periodic ? 1 : 0,
+                                    p.nbins};
+        key.insert(key.end(), p.offsets, p.offsets + p.n_species + 1);
+        key.insert(key.end(), p.pairs, p.pairs + 2 * p.n_pairs);
+        const int64_t n_cols = static_cast<int64_t>(pl.n[0]) * pl.n[1];
+        const int64_t n_cells = n_cols * pl.n[2];
+        if (n_cells + 1 > 0x7fffffffLL / std::max(1, p.n_species))
+            throw std::invalid_argument("cell lists: too many cells for one frame");
+
+        launch = LaunchInfo{};
+        launch.method = "cells";
+        launch.threads = kCellThreads;
+        launch.cells[0] = pl.n[0];
+        launch.cells[1] = pl.n[1];
+        launch.cells[2] = pl.n[2];
+        launch.cell_k = pl.k;
+        const std::size_t jt_bytes = kCellThreads * sizeof(float4);
+        const bool fits = static_cast<std::size_t>(p.nbins) * 4 + jt_bytes <= info.shared_per_block_optin &&
+                          (max_window_bins <= 0 || p.nbins <= max_window_bins);
+        if (choice == KernelChoice::kGlobal || !fits) {
+            launch.kernel = "global";
+            launch.copies = 0;
+        } else {
+            launch.kernel = "shared";
+            launch.copies = std::clamp(kCopyBudgetWords / p.nbins, 1, kCellThreads / 32);
+            while (launch.copies > 1 &&
+                   static_cast<std::size_t>(launch.copies) * p.nbins * 4 + jt_bytes > info.shared_per_block_optin)
+                --launch.copies;
+        }
+        launch.sweeps = 1;
+        launch.window = p.nbins;
+
+        if (key == cell_key) {
+            launch.tasks = n_cell_tasks;
+            return;
+        }
+        check(cudaStreamSynchronize(compute), "cudaStreamSynchronize");
+        const std::vector<int32_t> rank = column_ranks(pl.n[0], pl.n[1], pl.order);
+        std::vector<int32_t> nstart, nbr;
+        column_neighbours(pl.n[0], pl.n[1], pl.k, pl.periodic, rank, nstart, nbr);
+        long long base = 0;
+        for (int q = 0; q < p.n_pairs; ++q)
+            for (int64_t c = 0; c < n_cols; ++c)
+                for (int32_t m = nstart[c]; m < nstart[c + 1]; ++m)
+                    base += !(p.pairs[2 * q] == p.pairs[2 * q + 1] && nbr[m] < c);
+        // enough blocks to fill the device: split each column's chunks among `parts` blocks
+        cell_parts = static_cast<int>(std::clamp<long long>((16LL * info.multiprocessors + base - 1) /
+                                                                 std::max(1LL, base), 1, 64));
+        std::vector<CellTask> tasks;
+        tasks.reserve(static_cast<std::size_t>(base) * cell_parts);
+        for (int q = 0; q < p.n_pairs; ++q)
+            for (int64_t c = 0; c < n_cols; ++c)
+                for (int32_t m = nstart[c]; m < nstart[c + 1]; ++m) {
+                    if (p.pairs[2 * q] == p.pairs[2 * q + 1] && nbr[m] < c) continue;
+                    for (int part = 0; part < cell_parts; ++part)
+                        tasks.push_back(CellTask{q, static_cast<int>(c), nbr[m], part});
+                }
+        if (tasks.size() > 0x7fffffffULL) throw std::invalid_argument("cell lists: too many tasks");
+        n_cell_tasks = static_cast<long long>(tasks.size());
+        launch.tasks = n_cell_tasks;
+        std::vector<int> off32(p.offsets, p.offsets + p.n_species + 1);
+        std::vector<int> pairs32(p.pairs, p.pairs + 2 * p.n_pairs);
+        auto upload = [](auto& arr, const auto& v, const char* what) {
+            arr.reserve(v.size(), what);
+            if (!v.empty())
+                check(cudaMemcpy(arr.ptr, v.data(), v.size() * sizeof(v[0]), cudaMemcpyHostToDevice), what);
+        };
+        upload(dev_cell_tasks, tasks, "the cell task list");
+        upload(dev_rank, rank, "the cell column ranks");
+        upload(dev_offsets32, off32, "the species offsets");
+        upload(dev_pairs32, pairs32, "the species pairs");
+        const std::size_t n_atoms = static_cast<std::size_t>(p.offsets[p.n_species]);
+        dev_cell_of.reserve(n_atoms, "the cell of every atom");
+        dev_zcell.reserve(n_atoms, "the cell of every atom");
+        dev_sorted.reserve(n_atoms, "the sorted coordinates");
+        dev_start.reserve(static_cast<std::size_t>(p.n_species) * (n_cells + 1), "the cell starts");
+        dev_fill.reserve(static_cast<std::size_t>(p.n_species) * (n_cells + 1), "the cell starts");
+        cell_key = key;
+    }
+
+    template <typename T, class Box, class Rule>
+    void launch_cells(const CellKernelArgs& a, const Box& box, const Rule& rule, bool labels) {
+        const bool global = launch.kernel == "global";
+        const std::size_t smem = kCellThreads * sizeof(float4) +
+                                 (global ? 0 : std::size_t(launch.copies) * a.nbins * 4);
+        auto go = [&](auto kernel) {
+            if (smem > 48 * 1024)
+                check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(smem)),
+                      "cudaFuncSetAttribute");
+            kernel<<<static_cast<unsigned>(n_cell_tasks), kCellThreads, smem, compute>>>(a, box, rule);
+            check(cudaGetLastError(), "the cell-list kernel launch");
+        };
+        if (global) {
+            if (labels) go(cell_kernel<T, Box, Rule, true, true>);
+            else go(cell_kernel<T, Box, Rule, false, true>);
+        } else {
+            if (labels) go(cell_kernel<T, Box, Rule, true, false>);
+            else go(cell_kernel<T, Box, Rule, false, false>);
+        }
+    }
+
+    // Sorts the frame in dev atoms into cells (on the compute stream) and fills a.
+    void sort_into_cells(const FrameProblem& p, const CellPlan& pl, const float4* atoms, int n,
+                         CellKernelArgs& a) {
+        CellFrame g{};
+        for (int d = 0; d < 3; ++d) {
+            g.n[d] = pl.n[d];
+            g.lo[d] = pl.lo[d];
+            g.side[d] = pl.side[d];
+        }
+        g.k = pl.k;
+        g.periodic = pl.periodic;
+        g.n_species = p.n_species;
+        g.n_cells = pl.n[0] * pl.n[1] * pl.n[2];
+        if (pl.periodic)
+            for (int d = 0; d < 3; ++d)
+                for (int c = 0; c < 3; ++c)
+                    g.f[d][c] = p.box_kind == kTriclinic ? p.reciprocal[3 * d + c]
+                                                         : (c == d ? 1.0 / p.ortho[d] : 0.0);
+        const std::size_t len = static_cast<std::size_t>(p.n_species) * (g.n_cells + 1);
+        check(cudaMemsetAsync(dev_start.ptr, 0, len * sizeof(int), compute), "cudaMemsetAsync");
+        const int blocks = (n + 255) / 256;
+        if (n > 0) {
+            assign_cells<<<blocks, 256, 0, compute>>>(atoms, n, dev_offsets32.ptr, dev_rank.ptr, g,
+                                                      dev_cell_of.ptr, dev_start.ptr);
+            check(cudaGetLastError(), "the cell assignment kernel");
+        }
+        scan_cells<<<p.n_species, kScanThreads, 0, compute>>>(dev_start.ptr, dev_fill.ptr,
+                                                              dev_offsets32.ptr, g.n_cells);
+        check(cudaGetLastError(), "the cell scan kernel");
+        if (n > 0) {
+            scatter_cells<<<blocks, 256, 0, compute>>>(atoms, n, dev_offsets32.ptr, p.n_species,
+                                                       g.n_cells, dev_cell_of.ptr, g.n[2], dev_fill.ptr,
+                                                       dev_sorted.ptr, dev_zcell.ptr);
+            check(cudaGetLastError(), "the cell scatter kernel");
+        }
+        a.atoms = dev_sorted.ptr;
+        a.zcell = dev_zcell.ptr;
+        a.start = dev_start.ptr;
+        a.tasks = dev_cell_tasks.ptr;
+        a.pairs = dev_pairs32.ptr;
+        a.out = dev_out.ptr;
+        a.nbins = p.nbins;
+        a.copies = std::max(launch.copies, 1);
+        a.parts = cell_parts;
+        a.n2 = g.n[2];
+        a.k = g.k;
+        a.periodic = g.periodic;
+        a.n_cells = g.n_cells;
     }
 
     // FastRule for the current edges (built with them); usable when its error bound is small.
@@ -607,18 +1011,66 @@ struct Histogrammer::Impl {
             dev_slot[s].reserve(bytes, "the frame's coordinates");
         }
         float4* packed = reinterpret_cast<float4*>(host_slot[s].ptr);
-        bool finite = true;
-        float max_abs = 0.f;
-        for (std::size_t i = 0; i < n; ++i) {
-            const float x = xyz[3 * i], y = xyz[3 * i + 1], z = xyz[3 * i + 2];
-            finite &= std::isfinite(x) & std::isfinite(y) & std::isfinite(z);
-            max_abs = std::max({max_abs, std::fabs(x), std::fabs(y), std::fabs(z)});
-            int32_t lab = p.labels ? p.labels[i] : 0;
-            float w;
-            std::memcpy(&w, &lab, sizeof(float));
-            packed[i] = make_float4(x, y, z, w);
+        // Pack (float4: x, y, z, label bits) and take the bounds; large frames on several
+        // threads, so that the host keeps up with the GPU (1M atoms: a few ms on one core).
+        struct Span {
+            bool finite = true;
+            float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+        };
+        auto pack = [&](std::size_t b, std::size_t e, Span& sp) {
+            bool fin = true;
+            float l0 = INFINITY, l1 = INFINITY, l2 = INFINITY, h0 = -INFINITY, h1 = -INFINITY, h2 = -INFINITY;
+            for (std::size_t i = b; i < e; ++i) {
+                const float x = xyz[3 * i], y = xyz[3 * i + 1], z = xyz[3 * i + 2];
+                fin &= std::isfinite(x) & std::isfinite(y) & std::isfinite(z);
+                l0 = std::min(l0, x);
+                l1 = std::min(l1, y);
+                l2 = std::min(l2, z);
+                h0 = std::max(h0, x);
+                h1 = std::max(h1, y);
+                h2 = std::max(h2, z);
+                const int32_t lab = p.labels ? p.labels[i] : 0;
+                float w;
+                std::memcpy(&w, &lab, sizeof(float));
+                packed[i] = make_float4(x, y, z, w);
+            }
+            sp.finite = fin;
+            sp.lo[0] = l0; sp.lo[1] = l1; sp.lo[2] = l2;
+            sp.hi[0] = h0; sp.hi[1] = h1; sp.hi[2] = h2;
+        };
+        const int n_pack = n >= (1u << 18)
+                               ? static_cast<int>(std::clamp<std::size_t>(n >> 17, 1, pack_threads))
+                               : 1;
+        std::vector<Span> spans(n_pack);
+        {
+            std::vector<std::thread> workers;
+            const std::size_t chunk = (n + n_pack - 1) / n_pack;
+            for (int t = 1; t < n_pack; ++t)
+                workers.emplace_back(pack, std::min(n, t * chunk), std::min(n, (t + 1) * chunk),
+                                     std::ref(spans[t]));
+            pack(0, std::min(n, chunk), spans[0]);
+            for (auto& w : workers) w.join();
         }
+        bool finite = true;
+        float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+        for (const Span& sp : spans) {
+            finite &= sp.finite;
+            for (int d = 0; d < 3; ++d) {
+                lo[d] = std::min(lo[d], sp.lo[d]);
+                hi[d] = std::max(hi[d], sp.hi[d]);
+            }
+        }
+        float max_abs = 0.f;
+        for (int d = 0; d < 3 && n > 0; ++d) max_abs = std::max({max_abs, -lo[d], hi[d]});
         check_coordinates(p, finite, max_abs);
+        bool use_cells = false;
+        CellPlan cplan;
+        if (method != kMethodAllPairs && n > 0) {
+            const double lo_d[3] = {lo[0], lo[1], lo[2]}, hi_d[3] = {hi[0], hi[1], hi[2]};
+            cplan = plan_cells(p, cell_k, cell_order, lo_d, hi_d);
+            use_cells = method == kMethodCells || gpu_cells_pay(cplan);
+        }
+        if (use_cells) plan_cell_tables(p, cplan);
         T* images = reinterpret_cast<T*>(host_slot[s].ptr + atom_bytes);
         for (int k = 0; k < 3 * p.n_images; ++k) images[k] = static_cast<T>(p.images[k]);
 
@@ -642,7 +1094,19 @@ struct Histogrammer::Impl {
         const Binning<T> bin = make_binning<T>(p, dev_edges);
         const bool labels = p.labels != nullptr;
         launch.rule = "exact";
-        if (n_tasks > 0) {
+        if (use_cells) {
+            CellKernelArgs ca{};
+            sort_into_cells(p, cplan, a.atoms, static_cast<int>(n), ca);
+            if (n_cell_tasks > 0) {
+                if (std::is_same<T, float>::value && float_ok) {
+                    const FloatRule rule = float_rule;
+                    with_box<T>(p, dev_images, [&](const auto& box) { launch_cells<T>(ca, box, rule, labels); });
+                } else {
+                    const ExactRule<T> rule{bin};
+                    with_box<T>(p, dev_images, [&](const auto& box) { launch_cells<T>(ca, box, rule, labels); });
+                }
+            }
+        } else if (n_tasks > 0) {
             if (std::is_same<T, float>::value && use_fast_rule()) {
                 launch.rule = "fast";
                 const FastRule rule = fast_rule;
@@ -680,8 +1144,9 @@ struct Histogrammer::Impl {
     }
 };
 
-Histogrammer::Histogrammer(int device, KernelChoice kernel, int max_window_bins, bool exact_sqrt)
-    : impl_(new Impl(device, kernel, max_window_bins, exact_sqrt)) {}
+Histogrammer::Histogrammer(int device, KernelChoice kernel, int max_window_bins, bool exact_sqrt,
+                           int method, int cell_k, int cell_order)
+    : impl_(new Impl(device, kernel, max_window_bins, exact_sqrt, method, cell_k, cell_order)) {}
 Histogrammer::~Histogrammer() = default;
 
 void Histogrammer::accumulate(const FrameProblem& p, const float* xyz, std::size_t n_atoms,

@@ -14,6 +14,7 @@
 #include "fastrdf/box_setup.hpp"
 #include "fastrdf/cpu.hpp"
 #include "fastrdf/geometry.hpp"
+#include "fastrdf/sites.hpp"
 #include "frame_args.hpp"
 
 namespace py = pybind11;
@@ -35,7 +36,18 @@ int max_threads() {
 // The per-worker CPU engine: owns reusable buffers, one call histograms one frame.
 class CpuHistogrammer {
    public:
-    explicit CpuHistogrammer(int n_threads, const std::string& isa) {
+    CpuHistogrammer(int n_threads, const std::string& isa, const std::string& method, int cell_k,
+                    const std::string& cell_order) {
+        if (cell_order == "rowmajor") order_ = kOrderRowMajor;
+        else if (cell_order == "morton") order_ = kOrderMorton;
+        else if (cell_order == "hilbert") order_ = kOrderHilbert;
+        else throw std::invalid_argument("cell_order: must be 'rowmajor', 'morton' or 'hilbert'");
+        if (method == "auto") method_ = kMethodAuto;
+        else if (method == "allpairs") method_ = kMethodAllPairs;
+        else if (method == "cells") method_ = kMethodCells;
+        else throw std::invalid_argument("method: must be 'auto', 'allpairs' or 'cells', got '" + method + "'");
+        if (cell_k < 1 || cell_k > 8) throw std::invalid_argument("cell_k: must be between 1 and 8");
+        cell_k_ = cell_k;
         if (n_threads < 0) throw std::invalid_argument("n_threads: must be >= 1 (or 0 for all cores)");
         n_threads_ = n_threads == 0 ? max_threads() : n_threads;
         isa_ = isa.empty() ? cpu::default_variant() : isa;
@@ -78,6 +90,9 @@ class CpuHistogrammer {
         p.double_precision = double_precision;
         p.n_threads = n_threads_;
         p.l2_bytes = l2_;
+        p.method = method_;
+        p.cell_k = cell_k_;
+        p.cell_order = order_;
         {
             py::gil_scoped_release release;
             kernel_(p, ws_);
@@ -85,10 +100,25 @@ class CpuHistogrammer {
     }
 
     int n_threads() const { return n_threads_; }
+    // How the last frame ran: 'allpairs' or 'cells', and the cell grid when it was planned.
+    std::string last_method() const { return ws_.used_cells ? "cells" : "allpairs"; }
+    py::dict last_plan() const {
+        py::dict d;
+        const CellPlan& pl = ws_.plan;
+        d["cells"] = py::make_tuple(pl.n[0], pl.n[1], pl.n[2]);
+        d["cell_k"] = pl.k;
+        d["allpairs_pairs"] = pl.allpairs_pairs;
+        d["cell_pairs"] = pl.cell_pairs;
+        d["cell_rows"] = pl.cell_rows;
+        return d;
+    }
     const std::string& isa() const { return isa_; }
 
    private:
     int n_threads_ = 1;
+    int method_ = kMethodAuto;
+    int cell_k_ = 2;
+    int order_ = kOrderRowMajor;
     std::string isa_;
     cpu::KernelFn kernel_ = nullptr;
     std::size_t l2_ = 1 << 20;
@@ -132,18 +162,59 @@ py::dict triclinic_setup(py::array box, double rmax) {
     return d;
 }
 
+// InterRDF_s: adds one frame's site-specific histograms of coords1 x coords2 into out
+// ((n1, n2, nbins) float64), binned with InterRDF_s's rule (see sites.hpp).
+void site_histograms(py::array coords1, py::array coords2, double rmin, double rmax, int nbins,
+                     int box_kind, py::object box, py::array out, bool double_precision,
+                     int n_threads) {
+    cpu::SitesProblem p;
+    p.xyz1 = checked<float>(coords1, "coords1", 2);
+    p.xyz2 = checked<float>(coords2, "coords2", 2);
+    if (coords1.shape(1) != 3 || coords2.shape(1) != 3)
+        throw std::invalid_argument("coords: shape must be (n_atoms, 3)");
+    p.n1 = static_cast<std::size_t>(coords1.shape(0));
+    p.n2 = static_cast<std::size_t>(coords2.shape(0));
+    if (nbins < 1) throw std::invalid_argument("nbins: must be >= 1");
+    if (!(rmax > rmin) || !std::isfinite(rmin) || !std::isfinite(rmax))
+        throw std::invalid_argument("range: need finite rmin < rmax");
+    p.rmin = rmin;
+    p.rmax = rmax;
+    p.nbins = nbins;
+    if (!(out.ndim() == 3 && static_cast<std::size_t>(out.shape(0)) == p.n1 &&
+          static_cast<std::size_t>(out.shape(1)) == p.n2 && out.shape(2) == nbins))
+        throw std::invalid_argument("out: shape must be (n1, n2, nbins)");
+    if (!py::isinstance<py::array_t<double>>(out) || !(out.flags() & py::array::c_style) ||
+        !out.writeable())
+        throw std::invalid_argument("out: must be a writeable C-contiguous float64 array");
+    p.out = static_cast<double*>(out.mutable_data());
+    std::vector<double> images;
+    parse_box(p.box, images, box_kind, box, rmax);
+    p.double_precision = double_precision;
+    if (n_threads < 0) throw std::invalid_argument("n_threads: must be >= 1 (or 0 for all cores)");
+    p.n_threads = n_threads == 0 ? max_threads() : n_threads;
+    py::gil_scoped_release release;
+    cpu::site_histograms(p);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_fastrdf_cpu, m) {
     m.doc() = "CPU pair-distance histogram kernels of mdakit_fastrdf";
     py::class_<CpuHistogrammer>(m, "CpuHistogrammer")
-        .def(py::init<int, const std::string&>(), py::arg("n_threads") = 0, py::arg("isa") = "")
+        .def(py::init<int, const std::string&, const std::string&, int, const std::string&>(),
+             py::arg("n_threads") = 0, py::arg("isa") = "", py::arg("method") = "auto",
+             py::arg("cell_k") = 2, py::arg("cell_order") = "rowmajor")
         .def("accumulate", &CpuHistogrammer::accumulate, py::arg("coords"), py::arg("offsets"),
              py::arg("pairs"), py::arg("edges"), py::arg("box_kind"), py::arg("box"),
              py::arg("labels"), py::arg("out"), py::arg("double_precision"))
         .def_property_readonly("n_threads", &CpuHistogrammer::n_threads)
-        .def_property_readonly("isa", &CpuHistogrammer::isa);
+        .def_property_readonly("isa", &CpuHistogrammer::isa)
+        .def_property_readonly("last_method", &CpuHistogrammer::last_method)
+        .def_property_readonly("last_plan", &CpuHistogrammer::last_plan);
     m.def("wrap_positions", &wrap_positions, py::arg("coords"), py::arg("box"), py::arg("triclinic"));
+    m.def("site_histograms", &site_histograms, py::arg("coords1"), py::arg("coords2"),
+          py::arg("rmin"), py::arg("rmax"), py::arg("nbins"), py::arg("box_kind"), py::arg("box"),
+          py::arg("out"), py::arg("double_precision"), py::arg("n_threads"));
     m.def("triclinic_setup", &triclinic_setup, py::arg("box"), py::arg("rmax"));
     m.def("compiled_variants", &cpu::compiled_variants);
     m.def("usable_variants", &cpu::usable_variants);

@@ -27,12 +27,33 @@ gpu::KernelChoice parse_kernel(const std::string& k) {
     throw std::invalid_argument("kernel: must be 'auto', 'shared' or 'global', got '" + k + "'");
 }
 
+int parse_method(const std::string& m) {
+    if (m == "auto") return kMethodAuto;
+    if (m == "allpairs") return kMethodAllPairs;
+    if (m == "cells") return kMethodCells;
+    throw std::invalid_argument("method: must be 'auto', 'allpairs' or 'cells', got '" + m + "'");
+}
+
+int parse_order(const std::string& o) {
+    if (o == "rowmajor") return kOrderRowMajor;
+    if (o == "morton") return kOrderMorton;
+    if (o == "hilbert") return kOrderHilbert;
+    throw std::invalid_argument("cell_order: must be 'rowmajor', 'morton' or 'hilbert'");
+}
+
+int check_k(int k) {
+    if (k < 1 || k > 8) throw std::invalid_argument("cell_k: must be between 1 and 8");
+    return k;
+}
+
 // The per-worker CUDA engine. Counts stay on the device until synchronize(), which adds them
 // into the `out` array of the last accumulate (kept alive here until then).
 class CudaHistogrammer {
    public:
-    CudaHistogrammer(int device, const std::string& kernel, int max_window_bins, bool exact_sqrt)
-        : h_(device, parse_kernel(kernel), max_window_bins, exact_sqrt) {}
+    CudaHistogrammer(int device, const std::string& kernel, int max_window_bins, bool exact_sqrt,
+                     const std::string& method, int cell_k, const std::string& cell_order)
+        : h_(device, parse_kernel(kernel), max_window_bins, exact_sqrt, parse_method(method),
+             check_k(cell_k), parse_order(cell_order)) {}
 
     void accumulate(py::array coords, py::array offsets, py::array pairs, py::array edges,
                     int box_kind, py::object box, py::object labels, py::array out,
@@ -69,10 +90,14 @@ class CudaHistogrammer {
         d["tasks"] = l.tasks;
         d["threads"] = l.threads;
         d["rule"] = l.rule;
+        d["method"] = l.method;
+        d["cells"] = py::make_tuple(l.cells[0], l.cells[1], l.cells[2]);
+        d["cell_k"] = l.cell_k;
         return d;
     }
 
     bool pending() const { return h_.pending(); }
+    std::string last_method() const { return h_.last_launch().method; }
     int device() const { return h_.device(); }
 
    private:
@@ -107,15 +132,17 @@ PYBIND11_MODULE(_fastrdf_cuda, m) {
     py::register_exception<gpu::CudaError>(m, "CudaError", PyExc_RuntimeError);
     py::register_exception<gpu::OutOfMemory>(m, "CudaOutOfMemoryError", PyExc_MemoryError);
     py::class_<CudaHistogrammer>(m, "CudaHistogrammer")
-        .def(py::init<int, const std::string&, int, bool>(), py::arg("device") = 0,
-             py::arg("kernel") = "auto", py::arg("max_window_bins") = 0,
-             py::arg("exact_sqrt") = true)
+        .def(py::init<int, const std::string&, int, bool, const std::string&, int, const std::string&>(),
+             py::arg("device") = 0, py::arg("kernel") = "auto", py::arg("max_window_bins") = 0,
+             py::arg("exact_sqrt") = true, py::arg("method") = "auto", py::arg("cell_k") = 1,
+             py::arg("cell_order") = "rowmajor")
         .def("accumulate", &CudaHistogrammer::accumulate, py::arg("coords"), py::arg("offsets"),
              py::arg("pairs"), py::arg("edges"), py::arg("box_kind"), py::arg("box"),
              py::arg("labels"), py::arg("out"), py::arg("double_precision"))
         .def("synchronize", &CudaHistogrammer::synchronize)
         .def_property_readonly("last_launch", &CudaHistogrammer::last_launch)
         .def_property_readonly("pending", &CudaHistogrammer::pending)
+        .def_property_readonly("last_method", &CudaHistogrammer::last_method)
         .def_property_readonly("device", &CudaHistogrammer::device);
     m.def("device_count", []() { return gpu::device_count(nullptr); });
     m.def("device_error", []() {

@@ -36,6 +36,43 @@ struct FrameArgs {
     std::vector<double> images;  // triclinic extra images (owned here; p.images points in)
 };
 
+// The box of one frame, checked, into p (box_kind, ortho / triclinic set-up, max_abs_coord);
+// images receives the triclinic extra images (p.images points into it). rmax: the largest
+// distance that must be exact (the last edge).
+inline void parse_box(FrameProblem& p, std::vector<double>& images, int box_kind,
+                      const py::object& box, double rmax) {
+    images.clear();
+    p.box_kind = box_kind;
+    if (box_kind == kOrtho || box_kind == kOrthoScaled || box_kind == kTriclinic) {
+        py::array b = box.cast<py::array>();
+        const double* m = checked<double>(b, "box", 2);
+        if (b.shape(0) != 3 || b.shape(1) != 3) throw std::invalid_argument("box: shape must be (3, 3)");
+        if (box_kind != kTriclinic) {
+            for (int c = 0; c < 3; ++c) {
+                p.ortho[c] = m[4 * c];
+                p.ortho_inv32[c] = static_cast<float>(1.0 / p.ortho[c]);
+                if (!(p.ortho[c] > 0.0) || !std::isfinite(p.ortho[c]))
+                    throw std::invalid_argument("box: orthorhombic box lengths must be positive and finite");
+            }
+            p.max_abs_coord = kMaxBoxMultiples * std::min({p.ortho[0], p.ortho[1], p.ortho[2]});
+        } else {
+            const TriclinicSetup s = setup_triclinic(m, rmax);
+            for (int r = 0; r < 3; ++r)
+                for (int c = 0; c < 3; ++c) {
+                    p.basis[3 * r + c] = s.a[r][c];
+                    p.reciprocal[3 * r + c] = s.f[r][c];
+                }
+            images = s.images;
+            p.max_abs_coord = kMaxBoxMultiples * std::min({s.width[0], s.width[1], s.width[2]});
+            p.images = images.data();
+            p.n_images = static_cast<int>(images.size() / 3);
+        }
+    } else if (box_kind != kNoBox) {
+        throw std::invalid_argument("box_kind: must be 0 (none), 1 (orthorhombic), 2 (triclinic) or 3 (orthorhombic, MDAnalysis brute-force arithmetic)");
+    }
+}
+
+
 // coords: (N, 3) float32; offsets: (S + 1,) int64; pairs: (P, 2) int32; edges: (nbins + 1,)
 // float64; box: None or (3, 3) float64 box vectors as rows; labels: None or (N,) int32;
 // out: (P, nbins) uint64.
@@ -77,34 +114,7 @@ inline void parse_frame(FrameArgs& a, const py::array& coords, const py::array& 
             throw std::invalid_argument("labels: need one label per atom");
     }
 
-    p.box_kind = box_kind;
-    if (box_kind == kOrtho || box_kind == kOrthoScaled || box_kind == kTriclinic) {
-        py::array b = box.cast<py::array>();
-        const double* m = checked<double>(b, "box", 2);
-        if (b.shape(0) != 3 || b.shape(1) != 3) throw std::invalid_argument("box: shape must be (3, 3)");
-        if (box_kind != kTriclinic) {
-            for (int c = 0; c < 3; ++c) {
-                p.ortho[c] = m[4 * c];
-                p.ortho_inv32[c] = static_cast<float>(1.0 / p.ortho[c]);
-                if (!(p.ortho[c] > 0.0) || !std::isfinite(p.ortho[c]))
-                    throw std::invalid_argument("box: orthorhombic box lengths must be positive and finite");
-            }
-            p.max_abs_coord = kMaxBoxMultiples * std::min({p.ortho[0], p.ortho[1], p.ortho[2]});
-        } else {
-            const TriclinicSetup s = setup_triclinic(m, p.edges[p.nbins]);
-            for (int r = 0; r < 3; ++r)
-                for (int c = 0; c < 3; ++c) {
-                    p.basis[3 * r + c] = s.a[r][c];
-                    p.reciprocal[3 * r + c] = s.f[r][c];
-                }
-            a.images = s.images;
-            p.max_abs_coord = kMaxBoxMultiples * std::min({s.width[0], s.width[1], s.width[2]});
-            p.images = a.images.data();
-            p.n_images = static_cast<int>(a.images.size() / 3);
-        }
-    } else if (box_kind != kNoBox) {
-        throw std::invalid_argument("box_kind: must be 0 (none), 1 (orthorhombic), 2 (triclinic) or 3 (orthorhombic, MDAnalysis brute-force arithmetic)");
-    }
+    parse_box(p, a.images, box_kind, box, p.edges[p.nbins]);
 }
 
 }  // namespace fastrdf

@@ -52,6 +52,9 @@ struct LaunchInfo {
     long long tasks = 0; // blocks per sweep
     int threads = 0;
     std::string rule;    // "fast" (approximate root, exact bins) or "exact" (IEEE root)
+    std::string method;  // "allpairs" or "cells"
+    int cells[3] = {0, 0, 0};  // cell grid (method "cells")
+    int cell_k = 0;
 };
 
 // One device's persistent engine: device buffers, pinned host buffers, streams and events are
@@ -59,8 +62,10 @@ struct LaunchInfo {
 class Histogrammer {
    public:
     // max_window_bins > 0 caps the bins of one shared-memory window (forces several sweeps);
-    // exact_sqrt: single precision with the IEEE square root instead of the fast rule.
-    Histogrammer(int device, KernelChoice kernel, int max_window_bins, bool exact_sqrt);
+    // exact_sqrt: single precision with the IEEE square root instead of the fast rule;
+    // method: Method (kernel_api.hpp); cell_k, cell_order: the cell grid (cells.hpp).
+    Histogrammer(int device, KernelChoice kernel, int max_window_bins, bool exact_sqrt,
+                 int method = kMethodAuto, int cell_k = 1, int cell_order = kOrderRowMajor);
     ~Histogrammer();
     Histogrammer(const Histogrammer&) = delete;
     Histogrammer& operator=(const Histogrammer&) = delete;

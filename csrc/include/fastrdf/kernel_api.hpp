@@ -7,9 +7,14 @@
 #include <stdexcept>
 #include <vector>
 
+#include "fastrdf/cells.hpp"
 #include "fastrdf/geometry.hpp"
 
 namespace fastrdf {
+
+// How a kernel finds the pairs: every pair, cell lists (cells.hpp), or whichever is expected
+// to be faster for the frame.
+enum Method : int { kMethodAuto = 0, kMethodAllPairs = 1, kMethodCells = 2 };
 
 // One frame's work: every requested species pair of one coordinate block.
 struct FrameProblem {
@@ -38,6 +43,10 @@ struct FrameProblem {
 
     double max_abs_coord = 1e300;     // largest |coordinate| the box maths is exact for
 
+    int method = kMethodAuto;
+    int cell_k = 2;                   // cells per r_max (cell side r_max / cell_k)
+    int cell_order = kOrderRowMajor;  // CellOrder of the columns
+
     bool double_precision = false;
     int n_threads = 1;
     std::size_t l2_bytes = 1 << 20;
@@ -53,6 +62,9 @@ struct Workspace {
     std::vector<int64_t> tasks;  // 5 ints per task: pair, i0, i1, j0, j1
     std::vector<float> edges_f;
     std::vector<float> images_f;
+    CellGrid grid;
+    CellPlan plan;            // the last frame's plan (when the method was not all-pairs)
+    bool used_cells = false;  // whether the last frame ran on cell lists
 };
 
 
