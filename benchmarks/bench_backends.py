@@ -114,7 +114,7 @@ def mode_cpu(args):
         workloads = [w for w in workloads if w[0].split()[0] in args.workloads]
     rows = []
     for label, a, b in workloads:
-        kw = dict(nbins=75, range=(0.0, 12.0))
+        kw = dict(nbins=75, range=(0.0, 12.0), method=args.method)
         backend = NodeBackend(cpu_workers=args.cpu_workers)
         runs = {
             "serial": lambda: InterRDF(a, b, **kw).run(),
@@ -137,6 +137,7 @@ def mode_cpu(args):
                      f"{t_ser:.3f}", f"{t_mp:.3f}", f"{t_node:.3f}",
                      f"{t_ser / t_mp:.2f}", f"{t_ser / t_node:.2f}"))
         print(f"# {label}: node workers {[(w['kind'], w['n_threads'], w['cpus'], w['frames']) for w in backend.last_run['workers']]}", flush=True)
+    print(f"\n75 bins, 0-12 A, method={args.method!r}, best of {args.repeat} interleaved repeats")
     head = ("workload", "atoms", "pairs/frame", "frames", "serial s",
             f"multiprocessing ({args.cpu_workers}) s", f"node ({args.cpu_workers} CPU workers) s",
             "mp speed-up", "node speed-up")
@@ -152,7 +153,7 @@ def mode_scaling(args):
     path = os.path.join(args.cache, f"bench_{args.atoms}_{args.frames}.dcd")
     u = generate(path, args.atoms, args.frames, "DCD")
     sel = u.atoms[: args.sel_atoms]
-    kw = dict(nbins=args.bins, range=(0.0, args.rmax))
+    kw = dict(nbins=args.bins, range=(0.0, args.rmax), method=args.method)
     n_gpus = detect_topology().n_gpus
     gpu_counts = [g for g in (1, 2, 4, 8) if g <= n_gpus] if n_gpus else []
     if args.gpus:
@@ -196,7 +197,7 @@ def mode_scaling(args):
     head = ("setup", "workers", "time s", "frames/s", "counts = first row", "notes")
     print(f"\n{args.frames} frames of {args.atoms} atoms (DCD), RDF of {len(sel)} x "
           f"{args.atoms} atoms = {len(sel) * args.atoms:.3g} pairs/frame, {args.bins} bins, "
-          f"0-{args.rmax} A, best of {args.repeat}")
+          f"0-{args.rmax} A, method={args.method!r}, best of {args.repeat}")
     print_table(head, rows, args)
 
 
@@ -231,6 +232,8 @@ def main(argv=None):
                    help="scaling: RDF of the first N atoms with all atoms")
     p.add_argument("--bins", type=int, default=200)
     p.add_argument("--rmax", type=float, default=20.0)
+    p.add_argument("--method", default="auto", choices=("auto", "allpairs", "cells"),
+                   help="pair search of the kernels (allpairs: the N^2 kernel)")
     p.add_argument("--gpus", type=int, nargs="*", help="scaling: GPU counts to run (default 1 2 4)")
     p.add_argument("--cpu-row", action="store_true", help="scaling: also a CPU-only row")
     p.add_argument("--no-dask", action="store_true")
