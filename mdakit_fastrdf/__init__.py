@@ -6,6 +6,7 @@ InterRDF``; the analysis runs on compiled multi-species pair-distance histogram 
 
 from ._engine import build_info, cuda_devices
 from ._version import __version__
+from .backends import DaskDistributedBackend, NodeBackend
 from .io import RDFData, load, save
 from .plotting import plot
 from .rdf import InterRDF
@@ -16,6 +17,8 @@ __all__ = [
     "InterRDF",
     "InterRDF_s",
     "SpeciesRDF",
+    "NodeBackend",
+    "DaskDistributedBackend",
     "RDFData",
     "build_info",
     "cuda_devices",

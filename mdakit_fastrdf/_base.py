@@ -17,6 +17,8 @@ import numpy as np
 from MDAnalysis.analysis.base import AnalysisBase
 from MDAnalysis.analysis.results import Results, ResultsGroup
 
+from .backends import ParallelAnalysisMixin
+
 from ._engine import (
     MAX_BINS,
     NO_BOX,
@@ -24,7 +26,6 @@ from ._engine import (
     ORTHO_SCALED,
     Box,
     Engine,
-    available_cpus,
     prepare_box,
     validate_device,
     validate_method,
@@ -184,20 +185,15 @@ def histogram_edges(nbins, rng):
     return edges, 0.5 * (edges[:-1] + edges[1:])
 
 
-class RDFBase(AnalysisBase):
+class RDFBase(ParallelAnalysisMixin, AnalysisBase):
     """Base of the package's RDF analyses (not public API).
 
     Subclasses set ``self.device``, ``self.precision``, ``self.n_threads`` and ``self.method``
     through
-    :meth:`_init_compute` and build their engine with :meth:`_make_engine`.
+    :meth:`_init_compute` and build their engine with :meth:`_make_engine`. The parallel
+    backends of :meth:`run` (MDAnalysis's, ``'node'`` and dask clients) come from
+    :class:`~mdakit_fastrdf.backends.ParallelAnalysisMixin`.
     """
-
-    _analysis_algorithm_is_parallelizable = True
-
-    @classmethod
-    def get_supported_backends(cls):
-        """Parallel backends of :meth:`run`: ``('serial', 'multiprocessing', 'dask')``."""
-        return ("serial", "multiprocessing", "dask")
 
     def _init_compute(self, device, precision, n_threads, method="auto"):
         self.device = validate_device(device)
@@ -225,8 +221,8 @@ class RDFBase(AnalysisBase):
             progressbar_kwargs=None, blocks=None):
         """Perform the calculation (see :meth:`MDAnalysis.analysis.base.AnalysisBase.run`).
 
-        With a parallel `backend` and no explicit ``n_threads``, the cores are shared among
-        the `n_workers` processes.
+        The parallel backends, the sharing of cores among workers and the progress bar are
+        those of :meth:`mdakit_fastrdf.backends.ParallelAnalysisMixin.run`.
 
         Parameters
         ----------
@@ -238,10 +234,6 @@ class RDFBase(AnalysisBase):
             ``results.*_sem``. The block counts are integers summed over frames, so every
             parallel backend gives the same blocks.
         """
-        if self.n_threads is None and n_workers and n_workers > 1:
-            self._worker_threads = max(1, available_cpus() // n_workers)
-        else:
-            self._worker_threads = self.n_threads
         self._block_plan = None
         if blocks is not None:
             n_total = len(self._setup_computation_groups(

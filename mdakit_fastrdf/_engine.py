@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numbers
 import os
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -231,6 +232,58 @@ def prepare_box(dimensions) -> Box:
     return Box(kind, vectors)
 
 
+# -- worker placement -------------------------------------------------------------------
+# A parallel backend (mdakit_fastrdf.backends) binds each of its worker processes to a device
+# and a number of CPU threads by calling set_worker_placement() in the worker. Engines made in
+# that process then map the analysis's device to the worker's: in a GPU worker bound to
+# 'cuda:k', device='auto' and 'cuda[:N]' run on GPU k; in a CPU worker 'auto' runs on the CPU.
+# n_threads=None takes the worker's thread count. Compiled implementations are kept for the
+# life of the worker, so a GPU worker keeps its buffers and streams across the parts it runs.
+
+
+@dataclass(frozen=True)
+class WorkerPlacement:
+    """Where a backend worker process runs (see :func:`set_worker_placement`)."""
+
+    device: str | None = "cpu"  # 'cpu' or 'cuda:k': what the Engine uses; None: no mapping
+    n_threads: int | None = None
+    rank: int = 0
+    kind: str = "cpu"  # 'cpu' or 'gpu'
+    bound_device: str | None = None  # the device the backend assigned (for reports, tests)
+
+
+_placement: WorkerPlacement | None = None
+_impl_cache: dict = {}
+
+
+def set_worker_placement(placement: WorkerPlacement | None) -> None:
+    """Bind this process (a backend worker) to a device and thread count; None unbinds."""
+    global _placement
+    _placement = placement
+    _impl_cache.clear()
+
+
+def worker_placement() -> WorkerPlacement | None:
+    """The placement of this worker process, or None outside a backend worker."""
+    return _placement
+
+
+def placed_device(requested: str, placement: WorkerPlacement | None) -> str:
+    """The device an Engine asked for ``requested`` uses under ``placement``.
+
+    Outside a worker (``None``, or a placement without a device) nothing changes. A CPU worker runs ``'auto'`` on the CPU;
+    a GPU worker bound to ``'cuda:k'`` turns ``'auto'`` into ``'auto:k'`` (GPU k when the
+    frame is large enough, else the CPU) and any ``'cuda:N'`` into ``'cuda:k'``.
+    ``'cpu'`` stays ``'cpu'``.
+    """
+    if placement is None or placement.device is None or requested == "cpu":
+        return requested
+    if placement.device == "cpu":
+        return "cpu" if requested == "auto" else requested
+    index = placement.device.split(":")[1]
+    return f"auto:{index}" if requested == "auto" else f"cuda:{index}"
+
+
 def _pairs_per_frame(offsets, pairs) -> int:
     sizes = np.diff(offsets)
     total = 0
@@ -310,12 +363,14 @@ class Engine:
         return state
 
     def _resolve(self, offsets, pairs) -> str:
-        if self.device == "cpu":
+        device = placed_device(self.device, _placement)
+        if device == "cpu":
             return "cpu"
-        if self.device == "auto":
+        if device.startswith("auto"):
             if _cuda_module() is None or _pairs_per_frame(offsets, pairs) < AUTO_GPU_MIN_PAIRS:
                 return "cpu"
-            return "cuda:0" if cuda_unavailable_reason() is None else "cpu"
+            index = device[5:] or "0"
+            return f"cuda:{index}" if cuda_unavailable_reason() is None else "cpu"
         why = cuda_unavailable_reason()
         if why is not None:
             raise RuntimeError(
@@ -323,22 +378,35 @@ class Engine:
                 "before forking cannot use it in the child: run GPU workers with the 'spawn' "
                 "or 'forkserver' start method. Otherwise use device='cpu' or device='auto'."
             )
-        return self.device
+        return device
 
     def _make_impl(self, offsets, pairs):
         self.device_used = self._resolve(offsets, pairs)
+        n_threads = self.n_threads or (_placement.n_threads if _placement is not None else None)
+        key = (threading.get_ident(), self.device_used, n_threads or 0, self.kernel,
+               self.max_window_bins, self.exact_sqrt, self.method, self.cells_per_cutoff,
+               self.cell_order)
+        if _placement is not None and key in _impl_cache:
+            # a backend worker: reuse the compiled state of its previous parts (the previous
+            # analysis synchronised it at the end of its frames)
+            return _impl_cache[key]
         if self.device_used == "cpu":
             k = CPU_CELLS_PER_CUTOFF if self.cells_per_cutoff is None else self.cells_per_cutoff
-            return _cpu_module().CpuHistogrammer(self.n_threads or 0, "", self.method, k,
+            impl = _cpu_module().CpuHistogrammer(n_threads or 0, "", self.method, k,
                                                  self.cell_order)
-        index = int(self.device_used.split(":")[1])
-        m = _cuda_init()
-        n = m.device_count()
-        if index >= n:
-            raise ValueError(f"device={self.device!r}: there is no CUDA device {index} (found {n})")
-        return m.CudaHistogrammer(index, self.kernel, self.max_window_bins, self.exact_sqrt,
-                                  self.method, self.cells_per_cutoff or GPU_CELLS_PER_CUTOFF,
-                                  self.cell_order)
+        else:
+            index = int(self.device_used.split(":")[1])
+            m = _cuda_init()
+            n = m.device_count()
+            if index >= n:
+                raise ValueError(
+                    f"device={self.device!r}: there is no CUDA device {index} (found {n})")
+            impl = m.CudaHistogrammer(index, self.kernel, self.max_window_bins, self.exact_sqrt,
+                                      self.method, self.cells_per_cutoff or GPU_CELLS_PER_CUTOFF,
+                                      self.cell_order)
+        if _placement is not None:
+            _impl_cache[key] = impl
+        return impl
 
     def accumulate(self, coords, offsets, pairs, edges, box: Box, labels, out):
         """Add the histograms of all ``pairs`` of this frame to ``out`` (uint64).

@@ -275,8 +275,8 @@ def test_deprecated_attributes_warn(u, attr):
 
 
 def test_supported_backends():
-    """The parallel backends of run() are those of MDAnalysis' InterRDF."""
-    assert InterRDF.get_supported_backends() == ("serial", "multiprocessing", "dask")
+    """The parallel backends of run() are those of MDAnalysis' InterRDF, and 'node'."""
+    assert InterRDF.get_supported_backends() == ("serial", "multiprocessing", "dask", "node")
     assert InterRDF._analysis_algorithm_is_parallelizable
 
 

@@ -153,7 +153,7 @@ def test_memory_error_names_the_figure(memprot, monkeypatch):
 def test_parallel_backends_identical(memprot):
     u, ags = memprot
     ser = _quiet(InterRDF_s, u, ags, precision="double").run()
-    assert InterRDF_s.get_supported_backends() == ("serial", "multiprocessing", "dask")
+    assert InterRDF_s.get_supported_backends() == ("serial", "multiprocessing", "dask", "node")
     backends = ["multiprocessing"]
     try:
         import dask  # noqa: F401

@@ -259,7 +259,7 @@ def test_single_precision_within_rounding(adk_subset):
 
 
 def test_parallel_backends_identical(adk_subset):
-    assert SpeciesRDF.get_supported_backends() == ("serial", "multiprocessing", "dask")
+    assert SpeciesRDF.get_supported_backends() == ("serial", "multiprocessing", "dask", "node")
     kw = dict(by="element", precision="double", nbins=40, range=(0.0, 8.0))
     ser = SpeciesRDF(adk_subset, **kw).run(stop=4)
     backends = ["multiprocessing"]

@@ -1,0 +1,551 @@
+"""Parallel backends: the node backend, dask with a distributed client, and the failure rules.
+
+Every backend must give *identical* integer counts for every analysis class of the package
+(``ANALYSES`` below: add new classes there). GPU workers are simulated by CPU stand-ins:
+spawned workers bound to made-up devices ``cuda:0``, ``cuda:1`` whose engines run on the CPU.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+from conftest import load_universe, make_universe, random_positions_in_box, requires_gpu
+
+from mdakit_fastrdf import InterRDF, InterRDF_s, SpeciesRDF
+from mdakit_fastrdf._engine import (
+    Engine, WorkerPlacement, placed_device, set_worker_placement, worker_placement,
+)
+from mdakit_fastrdf._topology import (
+    CpuGroup, NodeTopology, count_gpus, detect_topology, parse_cpulist,
+)
+from mdakit_fastrdf.backends import (
+    DaskDistributedBackend, NodeBackend, WorkerDiedError, plan_workers,
+)
+
+# -- the analysis classes ------------------------------------------------------------------
+# Each entry builds an analysis of a Universe; all must give the same counts on every backend.
+
+
+def _interrdf(u, **kw):
+    ow = u.select_atoms("name OW") if "OW" in set(u.atoms.names) else u.atoms
+    ow = ow[:600]
+    norm = "rdf" if u.dimensions is not None else "density"  # PSF/DCD has no box
+    return InterRDF(ow, ow, nbins=60, range=(0.0, 12.0), exclusion_block=(1, 1), norm=norm,
+                    **kw)
+
+
+def _interrdf_s(u, **kw):
+    kw.pop("device", None)  # CPU only
+    ow = u.select_atoms("name OW") if "OW" in set(u.atoms.names) else u.atoms
+    norm = "rdf" if u.dimensions is not None else "density"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # MDAnalysis's `u` argument
+        return InterRDF_s(u, [[ow[:20], ow[20:50]], [ow[50:60], ow[50:60]]], nbins=40,
+                          range=(0.0, 10.0), norm=norm, **kw)
+
+
+def _species(u, **kw):
+    norm = "rdf" if u.dimensions is not None else "density"
+    return SpeciesRDF(u.atoms[:700], by="name", nbins=50, range=(0.0, 10.0), norm=norm, **kw)
+
+
+ANALYSES = [
+    pytest.param(_interrdf, id="InterRDF"),
+    pytest.param(_interrdf_s, id="InterRDF_s"),
+    pytest.param(_species, id="SpeciesRDF"),
+]
+
+
+def _counts(analysis):
+    """The exact integer results of an analysis: every ``*_uint64`` array, else ``count``
+    (InterRDF_s: a list of float64 arrays of integer counts)."""
+    out = {k: np.asarray(v) for k, v in analysis.results.items() if k.endswith("uint64")}
+    if not out:
+        c = analysis.results.count
+        out = ({f"count[{i}]": np.asarray(x) for i, x in enumerate(c)} if isinstance(c, list)
+               else {"count": np.asarray(c)})
+    return out
+
+
+def _assert_identical(par, ser):
+    a, b = _counts(par), _counts(ser)
+    assert a.keys() == b.keys() and a
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+    np.testing.assert_array_equal(par.frames, ser.frames)
+    assert par.n_frames == ser.n_frames
+
+
+@pytest.fixture(scope="module")
+def adk():
+    return load_universe("TPR", "XTC")
+
+
+@pytest.fixture(scope="module")
+def psf_dcd():
+    return load_universe("PSF", "DCD")
+
+
+def _machine_groups():
+    return detect_topology().groups
+
+
+def _standin_backend(**kw):
+    """Two GPU workers (spawned, bound to cuda:0 and cuda:1) whose engines run on the CPU."""
+    topo = NodeTopology(_machine_groups(), n_gpus=2, source="test", gpu_source="stand-ins")
+    return NodeBackend(gpus=[0, 1], topology=topo, _gpu_standin=True, **kw)
+
+
+# -- identical counts on every backend ------------------------------------------------------
+
+
+@pytest.mark.parametrize("make", ANALYSES)
+def test_node_backend_identical_to_serial(adk, make):
+    """backend='node' (2 CPU workers here, many small parts) = serial, bit for bit."""
+    ser = make(adk).run()
+    par = make(adk).run(backend="node", n_workers=2)
+    _assert_identical(par, ser)
+
+
+@pytest.mark.parametrize("make", ANALYSES)
+def test_all_backends_identical_on_dcd(psf_dcd, make):
+    """serial, multiprocessing, node (object, parts of 3 frames) on PSF/DCD frames 0..29."""
+    ser = make(psf_dcd).run(stop=30)
+    mp = make(psf_dcd).run(stop=30, backend="multiprocessing", n_workers=2)
+    backend = NodeBackend(cpu_workers=2, part_frames=3)
+    node = make(psf_dcd).run(stop=30, backend=backend)
+    _assert_identical(mp, ser)
+    _assert_identical(node, ser)
+    run = backend.last_run
+    assert run["n_parts"] == 10 and run["n_frames"] == 30
+    assert sum(w["frames"] for w in run["workers"]) >= 30
+    assert sum(w["parts"] for w in run["workers"]) >= 10  # parts taken from the queue
+
+
+@pytest.mark.parametrize("make", ANALYSES)
+def test_gpu_standin_workers(adk, make):
+    """GPU workers start with spawn, each bound to its own device and pinned to its own
+    core; device='auto' maps to the worker's device (here a CPU stand-in)."""
+    if make(adk).device == "cpu":
+        pytest.skip("this class runs on the CPU only: the backend plans no GPU workers for it")
+    ser = make(adk).run(step=2)
+    backend = _standin_backend()
+    par = make(adk).run(step=2, backend=backend)
+    _assert_identical(par, ser)
+    workers = backend.last_run["workers"]
+    assert [w["device"] for w in workers] == ["cuda:0", "cuda:1"]
+    assert {w["kind"] for w in workers} == {"gpu"}
+    assert {w["start_method"] for w in workers} == {"spawn"}
+    # a worker that was still starting when the other had done every part reports nothing
+    started = [w for w in workers if w["pid"] is not None]
+    assert started and sum(w["frames"] for w in started) >= 5
+    if len(os.sched_getaffinity(0)) >= 2:
+        assert all(len(w["cpus"]) == 1 for w in started)
+        assert len({tuple(w["cpus"]) for w in started}) == len(started)
+    assert [s.cpus for s in backend.specs][0] != [s.cpus for s in backend.specs][1]
+
+
+@requires_gpu
+@pytest.mark.parametrize("make", ANALYSES)
+def test_node_backend_on_real_gpus(adk, make):
+    """On a GPU machine: one spawned worker per GPU, each on its own device; single
+    precision on the GPU equals the CPU bit for bit."""
+    ser = make(adk, device="cpu").run()
+    backend = NodeBackend()
+    par = make(adk, device="cuda").run(backend=backend)
+    _assert_identical(par, ser)
+    workers = [w for w in backend.last_run["workers"] if w["kind"] == "gpu"]
+    assert workers and all(w["start_method"] == "spawn" for w in workers)
+    assert len({w["device"] for w in workers}) == len(workers)
+    if getattr(par, "device", "auto") != "auto":  # device='cuda': GPU workers only
+        assert len(workers) == len(backend.last_run["workers"])
+
+
+def test_hybrid_standin_gpu_and_cpu_worker(adk):
+    """One GPU worker (stand-in, spawned) beside a CPU worker (forked) on the other core:
+    eight parts per worker, identical counts."""
+    groups = _machine_groups()
+    if sum(len(g.cpus) for g in groups) < 2:
+        pytest.skip("needs two cores")
+    topo = NodeTopology(groups, n_gpus=1, source="test", gpu_source="stand-in")
+    backend = NodeBackend(topology=topo, _gpu_standin=True)
+    assert [s.kind for s in backend.specs][:2] == ["gpu", "cpu"]
+    assert backend.parts_for(100) == 8 * backend.n_workers
+    ser = _interrdf(adk).run()
+    par = _interrdf(adk).run(backend=backend)
+    _assert_identical(par, ser)
+    assert {w["start_method"] for w in backend.last_run["workers"]} >= {"spawn", "fork"}
+
+
+def test_frame_selection_and_progress_bar(adk, capsys):
+    """frames=[...] selects the same frames; verbose=True draws one bar over frames in
+    the caller."""
+    ow = adk.select_atoms("name OW")[:400]
+    ser = InterRDF(ow, ow).run(frames=[0, 3, 4, 8])
+    par = InterRDF(ow, ow).run(frames=[0, 3, 4, 8], backend="node", n_workers=2, verbose=True)
+    _assert_identical(par, ser)
+    err = capsys.readouterr().err
+    assert "4/4" in err
+
+
+def test_supported_backends_listed():
+    assert "node" in InterRDF.get_supported_backends()
+
+
+def test_n_workers_twice_is_an_error(adk):
+    ow = adk.select_atoms("name OW")[:100]
+    with pytest.raises(ValueError, match="n_workers specified twice"):
+        InterRDF(ow, ow).run(backend=NodeBackend(cpu_workers=1), n_workers=3)
+
+
+# -- failures ------------------------------------------------------------------------------
+
+
+class RaisingRDF(InterRDF):
+    """Raises on a given frame (in a worker and in serial alike)."""
+
+    raise_on = 3
+
+    def _single_frame(self):
+        if self._ts.frame == self.raise_on:
+            raise ValueError(f"boom at frame {self._ts.frame}")
+        super()._single_frame()
+
+
+class KillingRDF(InterRDF):
+    """Kills its own process with SIGKILL on a given frame, but only in a backend worker."""
+
+    kill_on = 4
+
+    def _single_frame(self):
+        if self._ts.frame == self.kill_on and worker_placement() is not None:
+            os.kill(os.getpid(), signal.SIGKILL)
+        super()._single_frame()
+
+
+class SlowFirstWorkerRDF(InterRDF):
+    """Worker rank 0 takes 2 s per frame: a straggler for the duplication rule."""
+
+    def _single_frame(self):
+        p = worker_placement()
+        if p is not None and p.rank == 0:
+            time.sleep(2.0)
+        super()._single_frame()
+
+
+@pytest.mark.parametrize("standin", [False, True], ids=["fork-cpu", "spawn-gpu-standin"])
+def test_worker_exception_surfaces(adk, standin):
+    """The worker's exception is raised in the caller, promptly, with the worker's
+    traceback as its cause and a note naming the worker and its frames."""
+    ow = adk.select_atoms("name OW")[:300]
+    backend = _standin_backend() if standin else NodeBackend(cpu_workers=2)
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match="boom at frame 3") as info:
+        RaisingRDF(ow, ow).run(backend=backend)
+    assert time.perf_counter() - t0 < 30
+    cause = str(info.value.__cause__)
+    assert "_single_frame" in cause and "boom at frame 3" in cause
+    notes = " ".join(getattr(info.value, "__notes__", []))
+    assert "node backend worker" in notes and "frames" in notes
+    assert all(w["pid"] is None or not _alive(w["pid"]) for w in backend.last_run["workers"])
+
+
+def test_killed_worker_ends_the_run(adk):
+    """A worker killed with SIGKILL ends the run at once with WorkerDiedError (no hang, no
+    partial result) and the other workers are stopped."""
+    ow = adk.select_atoms("name OW")[:300]
+    backend = NodeBackend(cpu_workers=2, part_frames=1)
+    a = KillingRDF(ow, ow)
+    t0 = time.perf_counter()
+    with pytest.raises(WorkerDiedError, match=r"SIGKILL.*frames 4\.\.4"):
+        a.run(backend=backend)
+    assert time.perf_counter() - t0 < 30
+    assert "count" not in a.results
+    assert all(not _alive(w["pid"]) for w in backend.last_run["workers"] if w["pid"])
+
+
+def test_straggler_part_is_recomputed(mem_universe):
+    """A worker much slower than another does not hold back the end: its part is
+    recomputed by the idle fast worker and the first copy counts."""
+    g = mem_universe.atoms
+    ser = InterRDF(g, g).run()
+    backend = NodeBackend(cpu_workers=2, part_frames=1)
+    t0 = time.perf_counter()
+    par = SlowFirstWorkerRDF(g, g).run(backend=backend)
+    _assert_identical(par, ser)
+    run = backend.last_run
+    assert run["duplicates_started"] >= 1 and run["duplicates_won"] >= 1, run
+    slow = [w for w in run["workers"] if w["rank"] == 0][0]
+    assert slow["frames"] <= 1
+    assert time.perf_counter() - t0 < 20
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            state = [line for line in f if line.startswith("State:")][0]
+        return "Z" not in state.split()[1]
+    except (OSError, IndexError):
+        return False
+
+
+def test_ctrl_c_stops_every_worker(tmp_path):
+    """SIGINT to the caller during a node run: KeyboardInterrupt in the caller and every
+    worker process ends."""
+    load_universe("TPR", "XTC")
+    script = textwrap.dedent(f"""
+        import os, time
+        import MDAnalysis as mda
+        from MDAnalysisTests.datafiles import TPR, XTC
+        from mdakit_fastrdf import InterRDF, InterRDF_s, SpeciesRDF
+
+        class SleepyRDF(InterRDF):
+            def _prepare(self):
+                super()._prepare()
+                open(os.path.join({str(tmp_path)!r}, f"pid-{{os.getpid()}}"), "w").close()
+            def _single_frame(self):
+                time.sleep(0.5)
+                super()._single_frame()
+
+        if __name__ == "__main__":
+            ow = mda.Universe(TPR, XTC).select_atoms("name OW")[:200]
+            SleepyRDF(ow, ow).run(backend="node", n_workers=2)
+            print("FINISHED")
+    """)
+    path = tmp_path / "ctrlc.py"
+    path.write_text(script)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    proc = subprocess.Popen([sys.executable, str(path)], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while len(list(tmp_path.glob("pid-*"))) < 2 and time.monotonic() < deadline:
+        if proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    pids = [int(p.name[4:]) for p in tmp_path.glob("pid-*")]
+    assert len(pids) >= 2, proc.communicate(timeout=30)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode != 0 and "KeyboardInterrupt" in err and "FINISHED" not in out, err
+    time.sleep(0.5)
+    assert not [p for p in pids if _alive(p)]
+
+
+# -- dask with a distributed client ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None)
+    client = distributed.Client(cluster)
+    yield client
+    client.close()
+    cluster.close()
+
+
+@pytest.mark.parametrize("make", ANALYSES)
+def test_dask_client_identical(adk, dask_client, make):
+    """backend='dask' with an active distributed client runs on the client's workers and
+    gives the serial counts; so does an explicit DaskDistributedBackend."""
+    from mdakit_fastrdf.backends import _resolve_backend
+
+    assert isinstance(_resolve_backend("dask", None), DaskDistributedBackend)
+    ser = make(adk).run()
+    par = make(adk).run(backend="dask")
+    _assert_identical(par, ser)
+    par2 = make(adk).run(backend=DaskDistributedBackend(dask_client, threads_per_worker=1))
+    _assert_identical(par2, ser)
+
+
+def test_dask_client_progress_bar(adk, dask_client, capsys):
+    ow = adk.select_atoms("name OW")[:200]
+    InterRDF(ow, ow).run(backend="dask", verbose=True)
+    assert "10/10" in capsys.readouterr().err
+
+
+def test_dask_client_worker_exception(adk, dask_client):
+    ow = adk.select_atoms("name OW")[:200]
+    with pytest.raises(ValueError, match="boom at frame 3"):
+        RaisingRDF(ow, ow).run(backend="dask")
+
+
+# -- planning, topology, binding (no processes) ---------------------------------------------
+
+
+def test_plan_laptop():
+    """A laptop: one socket of 8 cores, no GPU -> 2 CPU workers x 4 threads."""
+    specs = plan_workers(NodeTopology.simple([8]))
+    assert [(s.kind, s.n_threads, len(s.cpus)) for s in specs] == [("cpu", 4, 4)] * 2
+    assert set(specs[0].cpus).isdisjoint(specs[1].cpus)
+
+
+def test_plan_two_socket_node():
+    """2 sockets x 32 cores, no GPU -> 2 CPU workers per socket, 16 threads each, each
+    inside its socket."""
+    specs = plan_workers(NodeTopology.simple([32, 32]))
+    assert len(specs) == 4 and all(s.kind == "cpu" and s.n_threads == 16 for s in specs)
+    assert all(max(s.cpus) < 32 or min(s.cpus) >= 32 for s in specs)
+
+
+def test_plan_four_gpu_node():
+    """2 sockets x 32 cores, 4 GPUs -> 4 GPU workers (spawn, one core each, two per socket)
+    and CPU workers on the 30 remaining cores of each socket."""
+    specs = plan_workers(NodeTopology.simple([32, 32], n_gpus=4))
+    gpu = [s for s in specs if s.kind == "gpu"]
+    cpu = [s for s in specs if s.kind == "cpu"]
+    assert [s.device for s in gpu] == ["cuda:0", "cuda:1", "cuda:2", "cuda:3"]
+    assert all(len(s.cpus) == 1 and s.n_threads == 1 and s.start_method == "spawn" for s in gpu)
+    assert sorted(c < 32 for s in gpu for c in s.cpus) == [False, False, True, True]
+    assert len(cpu) == 4 and sum(s.n_threads for s in cpu) == 60
+    used = [c for s in specs for c in s.cpus]
+    assert len(used) == len(set(used)) == 64
+    no_hybrid = plan_workers(NodeTopology.simple([32, 32], n_gpus=4), hybrid=False)
+    assert [s.kind for s in no_hybrid] == ["gpu"] * 4
+    only_gpu = plan_workers(NodeTopology.simple([32, 32], n_gpus=4), device="cuda:0")
+    assert [s.kind for s in only_gpu] == ["gpu"] * 4
+    cpu_only = plan_workers(NodeTopology.simple([32, 32], n_gpus=4), device="cpu")
+    assert [s.kind for s in cpu_only] == ["cpu"] * 4
+    two = plan_workers(NodeTopology.simple([32, 32], n_gpus=4), gpus=[1, 3], cpu_workers=2)
+    assert [s.device for s in two] == ["cuda:1", "cuda:3", "cpu", "cpu"]
+
+
+def test_plan_smt_threads_per_physical_core():
+    """Hyperthread siblings count as one core: one thread per physical core, pinned to
+    both siblings."""
+    cores = tuple((c, c + 4) for c in range(4))
+    topo = NodeTopology((CpuGroup("node0", tuple(range(8)), cores),))
+    specs = plan_workers(topo, cpu_workers=1)
+    assert specs[0].n_threads == 4 and sorted(specs[0].cpus) == list(range(8))
+
+
+def test_plan_n_workers_caps():
+    specs = plan_workers(NodeTopology.simple([4, 4], n_gpus=2), n_workers=3)
+    assert [s.kind for s in specs] == ["gpu", "gpu", "cpu"]
+
+
+@pytest.mark.parametrize("kw, exc, match", [
+    (dict(gpus=5), ValueError, "gpus=5.*sees 2 GPU"),
+    (dict(gpus=[0, 7]), ValueError, "no GPU 7"),
+    (dict(gpus=[0, 0]), ValueError, "once"),
+    (dict(gpus="all"), ValueError, "gpus must be"),
+    (dict(gpus=1.5), TypeError, "gpus must be"),
+    (dict(cpu_workers=-1), ValueError, "cpu_workers must be >= 0"),
+    (dict(cpu_workers="many"), TypeError, "cpu_workers must be 'auto' or an integer"),
+    (dict(cpu_workers=99), ValueError, "cpu_workers=99.*free"),
+    (dict(threads_per_worker=0), ValueError, "threads_per_worker must be >= 1"),
+    (dict(hybrid="yes"), TypeError, "hybrid must be"),
+    (dict(start_method="thread"), ValueError, "start_method must be"),
+    (dict(gpu_start_method="fork"), ValueError, "gpu_start_method.*fork"),
+    (dict(device="cuda:0", hybrid=True), ValueError, "hybrid=True"),
+    (dict(device="cpu", gpus=[0]), ValueError, "device='cpu'"),
+    (dict(n_workers=3, cpu_workers=4), ValueError, "n_workers=3"),
+])
+def test_plan_bad_options(kw, exc, match):
+    with pytest.raises(exc, match=match):
+        plan_workers(NodeTopology.simple([4, 4], n_gpus=2), **kw)
+
+
+def test_bad_backend_options():
+    with pytest.raises(ValueError, match="part_frames must be >= 1"):
+        NodeBackend(part_frames=0)
+    with pytest.raises(TypeError, match="topology must be"):
+        NodeBackend(topology="big")
+    with pytest.raises(TypeError, match="pin must be"):
+        NodeBackend(pin="yes")
+    with pytest.raises(ValueError, match="device='cuda:0' needs GPU workers"):
+        plan_workers(NodeTopology.simple([2]), device="cuda:0")
+    with pytest.raises(ValueError, match="hybrid=False leaves no workers"):
+        plan_workers(NodeTopology.simple([2]), hybrid=False)
+
+
+def test_dask_backend_without_client():
+    pytest.importorskip("distributed")
+    from mdakit_fastrdf.backends import _default_client
+
+    if _default_client() is not None:
+        pytest.skip("a dask client is active")
+    with pytest.raises(ValueError, match="no dask.distributed Client"):
+        DaskDistributedBackend()
+
+
+def test_parse_cpulist():
+    assert parse_cpulist("0-3,8-9,12") == [0, 1, 2, 3, 8, 9, 12]
+    assert parse_cpulist("") == []
+
+
+def test_topology_from_fake_sysfs(tmp_path):
+    """Two NUMA nodes of 4 logical cpus (2 cores x 2 hyperthreads) read from a fake
+    /sys tree; the process's allowed cpus filter them."""
+    sysfs = tmp_path / "sys"
+    for node, cpulist in (("node0", "0-1,4-5"), ("node1", "2-3,6-7")):
+        (sysfs / "node" / node).mkdir(parents=True)
+        (sysfs / "node" / node / "cpulist").write_text(cpulist + "\n")
+    for c in range(8):
+        topo = sysfs / "cpu" / f"cpu{c}" / "topology"
+        topo.mkdir(parents=True)
+        (topo / "physical_package_id").write_text(str((c // 2) % 2))
+        (topo / "core_id").write_text(str(c % 2))
+    t = detect_topology(str(sysfs), proc_root=str(tmp_path), environ={}, allowed=range(8))
+    assert t.source == "numa" and [g.cpus for g in t.groups] == [(0, 1, 4, 5), (2, 3, 6, 7)]
+    assert [g.n_cores for g in t.groups] == [2, 2]
+    t = detect_topology(str(sysfs), proc_root=str(tmp_path), environ={}, allowed=[0, 1, 2])
+    assert [g.cpus for g in t.groups] == [(0, 1), (2,)]
+    # no NUMA directory: sockets from physical_package_id
+    import shutil
+
+    shutil.rmtree(sysfs / "node")
+    t = detect_topology(str(sysfs), proc_root=str(tmp_path), environ={}, allowed=range(8))
+    assert t.source == "sockets" and [g.cpus for g in t.groups] == [(0, 1, 4, 5), (2, 3, 6, 7)]
+
+
+def test_count_gpus_without_cuda(tmp_path):
+    assert count_gpus({"CUDA_VISIBLE_DEVICES": "0,1,-1,3"}, str(tmp_path)) == (2, "CUDA_VISIBLE_DEVICES")
+    assert count_gpus({"CUDA_VISIBLE_DEVICES": ""}, str(tmp_path))[0] == 0
+    gpus = tmp_path / "driver" / "nvidia" / "gpus"
+    for bus in ("0000:01:00.0", "0000:41:00.0", "0000:81:00.0", "0000:c1:00.0"):
+        (gpus / bus).mkdir(parents=True)
+    assert count_gpus({}, str(tmp_path), use_nvidia_smi=False) == (4, "/proc/driver/nvidia/gpus")
+
+
+def test_placed_device_mapping():
+    gpu1 = WorkerPlacement(device="cuda:1", n_threads=1, kind="gpu")
+    cpu = WorkerPlacement(device="cpu", n_threads=3)
+    assert placed_device("auto", None) == "auto"
+    assert placed_device("auto", gpu1) == "auto:1"
+    assert placed_device("cuda:0", gpu1) == "cuda:1"
+    assert placed_device("cpu", gpu1) == "cpu"
+    assert placed_device("auto", cpu) == "cpu"
+    assert placed_device("auto", WorkerPlacement(device=None)) == "auto"
+
+
+def test_worker_engines_share_compiled_state():
+    """In a worker, engines reuse the compiled implementation of earlier parts and take
+    the worker's thread count; outside a worker nothing is shared."""
+    offsets = np.array([0, 20], dtype=np.int64)
+    pairs = np.array([[0, 0]], dtype=np.int32)
+    try:
+        set_worker_placement(WorkerPlacement(device="cpu", n_threads=1))
+        a, b = Engine("auto"), Engine("auto")
+        ia, ib = a._make_impl(offsets, pairs), b._make_impl(offsets, pairs)
+        assert ia is ib and ia.n_threads == 1 and a.device_used == "cpu"
+    finally:
+        set_worker_placement(None)
+    assert Engine("cpu")._make_impl(offsets, pairs) is not Engine("cpu")._make_impl(offsets, pairs)
+
+
+@pytest.fixture(scope="module")
+def mem_universe():
+    rng = np.random.default_rng(5)
+    n_frames, n = 6, 240
+    dims = np.array([[22.0 + 0.2 * f, 23.0, 24.0, 90.0, 90.0, 90.0] for f in range(n_frames)])
+    coords = np.stack([random_positions_in_box(rng, n, dims[f])[0] for f in range(n_frames)])
+    return make_universe(coords, dims, atoms_per_residue=3)
