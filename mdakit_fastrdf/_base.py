@@ -26,6 +26,7 @@ from ._engine import (
     ORTHO_SCALED,
     Box,
     Engine,
+    available_cpus,
     prepare_box,
     validate_device,
     validate_method,
