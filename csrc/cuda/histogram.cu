@@ -131,20 +131,22 @@ struct KernelArgs {
     int copies;  // sub-histograms per block (shared kernel)
 };
 
-// Bin rules: the bin of a squared distance, or -1 when it is out of range.
+// Bin rules: rule(r2, k) is true when the squared distance r2 is in range, and then k is its
+// bin (k is some value in [0, nbins) otherwise, or garbage for NaN: never used).
 
 // The CPU kernel's arithmetic: IEEE square root, numpy's correction near edges in double.
 template <typename T>
 struct ExactRule {
     Binning<T> bin;
-    __device__ __forceinline__ int operator()(T r2) const {
+    __device__ __forceinline__ bool operator()(T r2, int& k) const {
         constexpr bool kExact = std::is_same<T, double>::value;
         const T r = sqrt(r2);
-        if (!bin.in_range(r)) return -1;
+        k = 0;
+        if (!bin.in_range(r)) return false;
         const T f = bin.coordinate(r);
-        int k = bin.fast_bin_of(f);
+        k = bin.fast_bin_of(f);
         if (kExact && bin.near_edge(f, k)) k = bin.exact_bin(r);
-        return k;
+        return true;
     }
 };
 
@@ -152,24 +154,27 @@ struct ExactRule {
 // host derived from the float bin function (r2 in range iff sqrtf(r2) is), and the IEEE square
 // root is written out as the compiler's own sequence for normal inputs (one MUFU.RSQ, two
 // multiplications, two FMAs: correctly rounded for r2 >= 2^-101), without its branch to the
-// slow path for tiny, huge and special inputs: huge r2 are out of range, and an r2 below
-// 2^-100 in range lies in bin 0 either way (norm < 2^40 is checked on the host).
+// slow path for tiny, huge and special inputs and without the rescaling of subnormal inputs
+// (ftz): r2 is raised to at least 2^-100 first, which cannot change a bin (an r2 below 2^-100
+// in range lies in bin 0 either way, as norm < 2^40 is checked on the host), and huge r2 are
+// out of range. The caller increments bin k only when the predicate is true, so no -1
+// sentinel and no second comparison are needed (benchmarks/NOTES.md, GPU item 10).
 struct FloatRule {
     float lo2, hi2;  // r2 in range iff lo2 <= r2 <= hi2
     float rmin, norm;
     int last;        // nbins - 1
-    __device__ __forceinline__ int operator()(float r2) const {
+    __device__ __forceinline__ bool operator()(float r2, int& k) const {
         const bool in = (r2 >= lo2) & (r2 <= hi2);
+        const float x = fmaxf(r2, 0x1p-100f);
         float y;
-        asm("rsqrt.approx.f32 %0, %1;" : "=f"(y) : "f"(r2));
-        float r = __fmul_rn(r2, y);
+        asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+        float r = __fmul_rn(x, y);
         const float h = __fmul_rn(y, 0.5f);
-        const float e = __fmaf_rn(-r, r, r2);
+        const float e = __fmaf_rn(-r, r, x);
         r = __fmaf_rn(e, h, r);
-        r = r2 < 0x1p-100f ? rmin : r;
         const float f = __fmul_rn(__fadd_rn(r, -rmin), norm);
-        const int k = min(trunc_nonneg(f), last);
-        return in ? k : -1;
+        k = min(trunc_nonneg(f), last);
+        return in;
     }
 };
 
@@ -186,14 +191,15 @@ struct FastRule {
     float delta;       // > |approximate - exact bin coordinate|
     int nbins;
     const float* t2;   // nbins + 1: t2[0] = 0, t2[k] = smallest r2 of bin k, t2[nbins] = inf
-    __device__ __forceinline__ int operator()(float r2) const {
-        if (!(r2 >= lo2 && r2 <= hi2)) return -1;  // NaN (padding) is out too
+    __device__ __forceinline__ bool operator()(float r2, int& k) const {
+        k = 0;
+        if (!(r2 >= lo2 && r2 <= hi2)) return false;  // NaN (padding) is out too
         float r;
         asm("sqrt.approx.f32 %0, %1;" : "=f"(r) : "f"(r2));
         const float f = (r - rmin) * norm;
         const float t = f + 12582912.0f;  // 1.5 * 2^23: rounds f to an integer
         const float fr = t - 12582912.0f;
-        int k = __float_as_int(t) - 0x4B400000;  // that integer
+        k = __float_as_int(t) - 0x4B400000;  // that integer
         const float d = f - fr;
         if (fabsf(d) < delta) {
             k = min(max(k, 0), nbins);
@@ -201,36 +207,50 @@ struct FastRule {
         } else {
             k = d < 0.f ? k - 1 : k;
         }
-        return min(k, nbins - 1);
+        k = min(k, nbins - 1);
+        return true;
     }
 };
 
+// Adds 1 to the uint32 at shared-memory address addr when take is true: a predicated
+// reduction, not a branch around an atomic (a branch costs BSSY, BRA and BSYNC per pair and
+// makes the compiler reload constants after it: benchmarks/NOTES.md, GPU item 11).
+__device__ __forceinline__ void shared_inc_if(uint32_t addr, bool take) {
+    asm volatile(
+        "{\n\t.reg .pred q;\n\tsetp.ne.u32 q, %1, 0;\n\t@q red.shared.add.u32 [%0], 1;\n\t}"
+        :
+        : "r"(addr), "r"(static_cast<unsigned>(take))
+        : "memory");
+}
+
 // All pairs of this thread's i atoms with the j atoms in shared memory. Tri: same-species
-// task on the diagonal, only j > i counts. Padding i atoms are NaN: never in range.
+// task on the diagonal, only j > i counts. Padding i atoms are NaN: never in range. Every
+// pair is computed; exclusions (Tri, Labels) and the range only mask the increment.
 template <typename T, class Box, class Rule, bool Labels, bool Global, bool Windowed, bool Tri,
           int R = kRows>
 __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii)[R],
                                            const float4* jt, int jb, int nj, const Box& box,
                                            const Rule& rule, unsigned long long* out,
                                            unsigned mult, uint32_t* mine, int lo, int w) {
+    const uint32_t base = Global ? 0u : static_cast<uint32_t>(__cvta_generic_to_shared(mine));
     for (int k = 0; k < nj; ++k) {
         const float4 aj = jt[k];
 #pragma unroll
         for (int r = 0; r < R; ++r) {
-            bool ok = true;
-            if (Tri) ok = jb + k > ii[r];
-            if (Labels) ok = ok && (__float_as_int(aj.w) != __float_as_int(ai[r].w));
-            if (!ok) continue;
-            const int b = rule(box.dist2(static_cast<T>(aj.x - ai[r].x),
-                                         static_cast<T>(aj.y - ai[r].y),
-                                         static_cast<T>(aj.z - ai[r].z)));
+            int b;
+            bool take = rule(box.dist2(static_cast<T>(aj.x - ai[r].x),
+                                       static_cast<T>(aj.y - ai[r].y),
+                                       static_cast<T>(aj.z - ai[r].z)),
+                             b);
+            if (Tri) take = take & (jb + k > ii[r]);
+            if (Labels) take = take & (__float_as_int(aj.w) != __float_as_int(ai[r].w));
             if (Global) {
-                if (b >= 0) atomicAdd(out + b, static_cast<unsigned long long>(mult));
+                if (take) atomicAdd(out + b, static_cast<unsigned long long>(mult));
             } else if (Windowed) {
                 const unsigned rel = static_cast<unsigned>(b - lo);
-                if (b >= 0 && rel < static_cast<unsigned>(w)) atomicAdd(mine + rel, 1u);
+                shared_inc_if(base + 4u * rel, take & (rel < static_cast<unsigned>(w)));
             } else {
-                if (b >= 0) atomicAdd(mine + b, 1u);
+                shared_inc_if(base + 4u * static_cast<unsigned>(b), take);
             }
         }
     }

@@ -54,12 +54,13 @@ FASTRDF_HD T nint(T x) {
 constexpr double kMaxBoxMultiples = 1048576.0;  // 2^20
 
 // trunc(f) for 0 <= f < 2^22 as an int, bit for bit static_cast<int>(f); on the GPU without
-// the conversion unit: round with the magic constant, step back when that rounded up.
+// the conversion unit (F2I shares the special-function pipe with the square root): one
+// addition rounded toward zero puts trunc(f) in the mantissa of 2^23 + f (exact for
+// 0 <= f < 2^23, where the sum's representable neighbours are the integers), then an integer
+// subtraction of 2^23's bits takes it out.
 FASTRDF_HD int trunc_nonneg(float f) {
 #if defined(__CUDA_ARCH__)
-    const float t = f + 8388608.0f;  // 2^23: the integer part lands in the mantissa
-    int k = __float_as_int(t) - 0x4B000000;
-    return (t - 8388608.0f) > f ? k - 1 : k;
+    return static_cast<int>(__float_as_uint(__fadd_rz(f, 8388608.0f)) - 0x4B000000u);
 #else
     return static_cast<int>(f);
 #endif

@@ -1,0 +1,210 @@
+// Micro-benchmark of the all-pairs histogram inner loop on one GPU: where do the cycles go?
+// Each variant runs N_I x N_J pairs (random points in a 100 A cube, no box, range 0-175 A:
+// every pair binned) into `nbins` uint32 shared-memory bins, 256 threads, R i atoms per thread.
+//   V0 exact   the production FloatRule (branch-free exact float bins) + shared atomic
+//   V1 nostore the same arithmetic, bins xor-summed into a register (no atomic): compute cap
+//   V2 atomic  a cheap pseudo-random bin (3 integer ops) + shared atomic: the atomic cap
+//   V3 plain   fast approximate sqrt, FMA contraction, float->int conversion + atomic
+//   V4 r2tab   bins from r^2 through a shared table of the first bin of each r^2 cell,
+//              one threshold compare (exact), + atomic
+// nvcc -O3 -arch=sm_90 --fmad=false pair_micro.cu -o pair_micro && ./pair_micro [nbins...]
+#include <cuda_runtime.h>
+#include <cstdio>
+#include <cstdlib>
+#include <cstdint>
+#include <cmath>
+#include <vector>
+
+#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
+  printf("CUDA %s at %d: %s\n", #x, __LINE__, cudaGetErrorString(e)); exit(1); } } while (0)
+
+constexpr int kThreads = 256;
+
+struct Rule {
+  float lo2, hi2, rmin, norm; int last;
+  // r^2 table (V4): cell c = int(r2 * tscale) holds the first bin; thresholds t2[k] = min r2 of bin k
+  float tscale; int tcells;
+};
+
+__device__ __forceinline__ int trunc_nn(float f) {
+  const float t = f + 8388608.0f;
+  int k = __float_as_int(t) - 0x4B000000;
+  return (t - 8388608.0f) > f ? k - 1 : k;
+}
+
+// V5: the same bins with the ftz reciprocal root, a clamp instead of a select, trunc by one
+// round-toward-zero addition, and the range predicate kept apart from the bin
+__device__ __forceinline__ bool exact2(const Rule& ru, float r2, int& k) {
+  const bool in = (r2 >= ru.lo2) & (r2 <= ru.hi2);
+  const float x = fmaxf(r2, 0x1p-100f);
+  float y;
+  asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  float r = __fmul_rn(x, y);
+  const float h = __fmul_rn(y, 0.5f);
+  const float e = __fmaf_rn(-r, r, x);
+  r = __fmaf_rn(e, h, r);
+  const float f = __fmul_rn(__fadd_rn(r, -ru.rmin), ru.norm);
+  k = min(static_cast<int>(__float_as_uint(__fadd_rz(f, 8388608.0f)) - 0x4B000000u), ru.last);
+  return in;
+}
+
+__device__ __forceinline__ int exact_bin(const Rule& ru, float r2) {
+  const bool in = (r2 >= ru.lo2) & (r2 <= ru.hi2);
+  float y;
+  asm("rsqrt.approx.f32 %0, %1;" : "=f"(y) : "f"(r2));
+  float r = __fmul_rn(r2, y);
+  const float h = __fmul_rn(y, 0.5f);
+  const float e = __fmaf_rn(-r, r, r2);
+  r = __fmaf_rn(e, h, r);
+  r = r2 < 0x1p-100f ? ru.rmin : r;
+  const float f = __fmul_rn(__fadd_rn(r, -ru.rmin), ru.norm);
+  const int k = min(trunc_nn(f), ru.last);
+  return in ? k : -1;
+}
+
+template <int V, int R>
+__global__ void __launch_bounds__(kThreads) kern(const float4* __restrict__ a, int ni, const float4* __restrict__ b,
+                                                 int nj, Rule ru, int nbins, const float* __restrict__ t2g,
+                                                 unsigned long long* out, int jper) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  float4* jt = reinterpret_cast<float4*>(smem);
+  uint32_t* hist = reinterpret_cast<uint32_t*>(jt + kThreads);
+  int* tab = reinterpret_cast<int*>(hist + nbins + 32);          // V4: tcells first bins
+  float* t2 = reinterpret_cast<float*>(tab + (V == 4 ? ru.tcells : 0));  // V4: nbins + 1 thresholds
+  for (int k = threadIdx.x; k < nbins + 32; k += kThreads) hist[k] = 0;
+  if (V == 4) {
+    for (int k = threadIdx.x; k <= nbins; k += kThreads) t2[k] = t2g[k];
+    __syncthreads();
+    for (int c = threadIdx.x; c < ru.tcells; c += kThreads) {
+      // first bin whose threshold exceeds the cell's lower r2... table = bin of cell's lowest r2
+      float lo = c / ru.tscale;
+      int l = 0, h = nbins;  // largest k with t2[k] <= lo
+      while (h - l > 1) { int m = (l + h) / 2; if (t2[m] <= lo) l = m; else h = m; }
+      tab[c] = l;
+    }
+  }
+  float4 ai[R];
+  const int i0 = blockIdx.x * kThreads * R;
+  for (int r = 0; r < R; ++r) ai[r] = a[min(i0 + threadIdx.x + r * kThreads, ni - 1)];
+  uint32_t acc = 0;
+  const int j0 = blockIdx.y * jper, j1 = min(nj, j0 + jper);
+  for (int jb = j0; jb < j1; jb += kThreads) {
+    __syncthreads();
+    jt[threadIdx.x] = b[min(jb + threadIdx.x, nj - 1)];
+    __syncthreads();
+    const int n = min(kThreads, j1 - jb);
+    for (int k = 0; k < n; ++k) {
+      const float4 aj = jt[k];
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        int bin;
+        if (V == 2) {
+          uint32_t hsh = (__float_as_uint(aj.x) ^ __float_as_uint(ai[r].y)) * 2654435761u;
+          bin = static_cast<int>(__umulhi(hsh, static_cast<uint32_t>(nbins)));
+        } else {
+          const float dx = __fadd_rn(aj.x, -ai[r].x), dy = __fadd_rn(aj.y, -ai[r].y),
+                      dz = __fadd_rn(aj.z, -ai[r].z);
+          if (V == 3) {
+            const float r2 = __fmaf_rn(dz, dz, __fmaf_rn(dy, dy, __fmul_rn(dx, dx)));
+            float rr;
+            asm("sqrt.approx.f32 %0, %1;" : "=f"(rr) : "f"(r2));
+            const int kk = __float2int_rz(__fmul_rz(rr, ru.norm));
+            bin = kk < nbins ? kk : -1;
+          } else {
+            const float r2 = __fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)), __fmul_rn(dz, dz));
+            if (V == 4) {
+              const bool in = (r2 >= ru.lo2) & (r2 <= ru.hi2);
+              const int c = min(__float2int_rz(__fmul_rz(r2, ru.tscale)), ru.tcells - 1);
+              int kk = tab[c];
+              kk = r2 >= t2[kk + 1] ? kk + 1 : kk;
+              bin = in ? kk : -1;
+            } else if (V == 5 || V == 6 || V == 7) {
+              int kk;
+              const bool in = exact2(ru, r2, kk);
+              if (V == 6) acc ^= in ? kk : 0;
+              else if (V == 7) atomicAdd(hist + (in ? kk : nbins + (threadIdx.x & 31)), 1u);
+              else if (in) atomicAdd(hist + kk, 1u);
+              continue;
+            } else {
+              bin = exact_bin(ru, r2);
+            }
+          }
+        }
+        if (V == 1) acc ^= static_cast<uint32_t>(bin);
+        else if (bin >= 0) atomicAdd(hist + bin, 1u);
+      }
+    }
+  }
+  if (V == 1 || V == 6) { if (acc == 0x12345678u) hist[0] = acc; }
+  __syncthreads();
+  for (int k = threadIdx.x; k < nbins; k += kThreads)
+    if (hist[k]) atomicAdd(out + k, (unsigned long long)hist[k]);
+}
+
+int main(int argc, char** argv) {
+  const int ni = 1 << 18, nj = 1 << 20;
+  std::vector<float4> ha(ni), hb(nj);
+  srand(1);
+  auto rnd = [] { return 100.0f * (rand() / (float)RAND_MAX); };
+  for (auto& p : ha) p = make_float4(rnd(), rnd(), rnd(), 0.f);
+  for (auto& p : hb) p = make_float4(rnd(), rnd(), rnd(), 0.f);
+  float4 *da, *db; unsigned long long* dout; float* dt2;
+  CK(cudaMalloc(&da, ni * 16)); CK(cudaMalloc(&db, nj * 16));
+  CK(cudaMemcpy(da, ha.data(), ni * 16, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(db, hb.data(), nj * 16, cudaMemcpyHostToDevice));
+  int dev; cudaDeviceProp prop; CK(cudaGetDevice(&dev)); CK(cudaGetDeviceProperties(&prop, dev));
+  printf("# %s, %d SMs\n", prop.name, prop.multiProcessorCount);
+  std::vector<int> bins_list = {1000, 10000};
+  if (argc > 1) { bins_list.clear(); for (int i = 1; i < argc; ++i) bins_list.push_back(atoi(argv[i])); }
+  printf("| variant | R | nbins | ms | bapps | pairs/clk/SM (at 1.98 GHz) | checksum |\n|---|---|---|---|---|---|---|\n");
+  for (int nbins : bins_list) {
+    const float rmax = 175.f;
+    Rule ru;
+    ru.rmin = 0.f; ru.norm = (float)(nbins / (double)rmax); ru.last = nbins - 1;
+    ru.lo2 = 0.f; ru.hi2 = rmax * rmax;  // approx limits: fine for timing
+    ru.tcells = 4 * nbins; ru.tscale = ru.tcells / (rmax * rmax);
+    std::vector<float> t2(nbins + 2);
+    for (int k = 0; k <= nbins; ++k) { float e = k / ru.norm; t2[k] = e * e; }
+    t2[nbins] = INFINITY; t2[nbins + 1] = INFINITY;
+    CK(cudaMalloc(&dt2, (nbins + 2) * 4));
+    CK(cudaMemcpy(dt2, t2.data(), (nbins + 2) * 4, cudaMemcpyHostToDevice));
+    CK(cudaMalloc(&dout, nbins * 8));
+    auto run = [&](auto kernel, const char* name, int R, int v4) {
+      size_t smem = kThreads * 16 + (nbins + 32) * 4 + (v4 ? (ru.tcells * 4 + (nbins + 2) * 4) : 0);
+      CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+      const int jper = 8192;
+      dim3 grid((ni + kThreads * R - 1) / (kThreads * R), (nj + jper - 1) / jper);
+      CK(cudaMemset(dout, 0, nbins * 8));
+      kernel<<<grid, kThreads, smem>>>(da, ni, db, nj, ru, nbins, dt2, dout, jper);  // warm
+      CK(cudaDeviceSynchronize());
+      cudaEvent_t e0, e1; cudaEventCreate(&e0); cudaEventCreate(&e1);
+      CK(cudaMemset(dout, 0, nbins * 8));
+      cudaEventRecord(e0);
+      const int reps = 3;
+      for (int r = 0; r < reps; ++r)
+        kernel<<<grid, kThreads, smem>>>(da, ni, db, nj, ru, nbins, dt2, dout, jper);
+      cudaEventRecord(e1); CK(cudaEventSynchronize(e1));
+      float ms; cudaEventElapsedTime(&ms, e0, e1); ms /= reps;
+      std::vector<unsigned long long> h(nbins);
+      CK(cudaMemcpy(h.data(), dout, nbins * 8, cudaMemcpyDeviceToHost));
+      unsigned long long s = 0, w = 0; for (int k = 0; k < nbins; ++k) { s += h[k]; w += h[k] * (k + 1); }
+      const double pairs = (double)ni * nj;
+      printf("| %s | %d | %d | %.2f | %.0f | %.2f | %llu/%llu |\n", name, R, nbins, ms, pairs / ms / 1e6,
+             pairs / (ms * 1e-3) / (prop.multiProcessorCount * 1.98e9), s / reps, w / reps);
+      fflush(stdout);
+    };
+    run(kern<0, 2>, "exact", 2, 0);
+    run(kern<0, 4>, "exact", 4, 0);
+    run(kern<1, 2>, "nostore", 2, 0);
+    run(kern<5, 2>, "exact2", 2, 0);
+    run(kern<5, 4>, "exact2", 4, 0);
+    run(kern<6, 2>, "nostore2", 2, 0);
+    run(kern<7, 2>, "exact2-sel", 2, 0);
+    run(kern<2, 2>, "atomic", 2, 0);
+    run(kern<3, 2>, "plain", 2, 0);
+    run(kern<4, 2>, "r2tab", 2, 1);
+    run(kern<4, 4>, "r2tab", 4, 1);
+    cudaFree(dt2); cudaFree(dout);
+  }
+  return 0;
+}
