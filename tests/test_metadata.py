@@ -91,7 +91,11 @@ def test_registry_metadata_complete_and_consistent():
     assert meta["project_home"] == urls["Source"]
     assert meta["documentation_home"] == urls["Documentation"]
     assert meta["changelog"] == urls["Changelog"]
-    assert meta["development_status"] in project["classifiers"]
+    # the registry's template writes the status as the name of a PyPI "Development Status"
+    # classifier without its prefix ("Production/Stable"); pyproject.toml has the classifier
+    status = [c for c in project["classifiers"] if c.startswith("Development Status :: ")]
+    assert len(status) == 1
+    assert meta["development_status"] == status[0].split(" - ", 1)[1] == "Alpha"
     assert meta["run_tests"] and meta["src_install"]
 
 
@@ -105,3 +109,36 @@ def test_license_and_typing_marker():
 def test_docs_conf_reads_the_version():
     text = (ROOT / "docs" / "conf.py").read_text(encoding="utf-8")
     assert "_version.py" in text
+
+
+def _names(requirements):
+    return {re.split(r"[<>=!~;\[ ]", req, maxsplit=1)[0].lower() for req in requirements}
+
+
+def test_test_dependencies_match_the_test_extra():
+    """The registry installs what CI installs with ".[test]", h5py included (HDF5 tests)."""
+    extras = pyproject()["project"]["optional-dependencies"]
+    test_extra = _names(extras["test"])
+    assert "h5py" in test_extra and "h5py" in _names(extras["hdf5"])
+    commands = registry_metadata()["test_dependencies"]
+    assert len(commands) == 1 and commands[0].startswith("pip install ")
+    assert _names(commands[0].split()[2:]) == test_extra
+
+
+def test_readthedocs_config():
+    """Read the Docs (metadata.yaml's documentation_home) builds docs/conf.py with -W, from
+    the package installed by pip with its docs extra."""
+    yaml = pytest.importorskip("yaml")
+    config = yaml.safe_load((ROOT / ".readthedocs.yaml").read_text(encoding="utf-8"))
+    assert config["version"] == 2
+    assert config["build"]["os"] == "ubuntu-24.04"
+    python = str(config["build"]["tools"]["python"])
+    assert f"Programming Language :: Python :: {python}" in pyproject()["project"]["classifiers"]
+    assert config["sphinx"]["configuration"] == "docs/conf.py"
+    assert (ROOT / config["sphinx"]["configuration"]).is_file()
+    assert config["sphinx"]["fail_on_warning"] is True
+    assert {"method": "pip", "path": ".", "extra_requirements": ["docs"]} in (
+        config["python"]["install"])
+    docs_extra = _names(pyproject()["project"]["optional-dependencies"]["docs"])
+    assert "sphinx" in docs_extra
+    assert registry_metadata()["documentation_home"].endswith(".readthedocs.io")
