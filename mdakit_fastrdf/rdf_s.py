@@ -24,8 +24,20 @@ __all__ = ["InterRDF_s"]
 
 
 def _sum_arrays_lists(values):
-    """Aggregate per-worker lists of arrays element by element (ResultsGroup lookup)."""
-    return [np.sum(arrays, axis=0) for arrays in zip(*values)]
+    """Aggregate the parts' lists of arrays item by item (ResultsGroup lookup), in place.
+
+    One accumulator per item, a copy of the first part's array, to which every other part's
+    array is added: the caller needs one extra set of histograms at most (``np.sum`` over the
+    stacked parts would first copy all of them). A single part is handed on uncopied."""
+    if len(values) == 1:
+        return list(values[0])
+    out = []
+    for arrays in zip(*values):
+        acc = np.array(arrays[0], copy=True)
+        for a in arrays[1:]:
+            acc += a
+        out.append(acc)
+    return out
 
 
 class InterRDF_s(RDFBase):
@@ -84,10 +96,11 @@ class InterRDF_s(RDFBase):
     Raises
     ------
     MemoryError
-        From :meth:`run`, before anything is allocated, when the histograms
-        (``sum(n1 * n2) * nbins * 8`` bytes per process, plus one more copy for combining the
-        workers of a parallel run) exceed the memory available (``MemAvailable``). The message
-        gives the figure; use fewer bins, smaller groups or fewer workers.
+        From :meth:`run`, before anything is allocated, when the peak memory of the
+        histograms (see *Memory* below) exceeds the memory available (``MemAvailable``);
+        from :meth:`get_cdf` when ``results.cdf`` does not fit. The message gives the figure
+        in GiB and the parameters to change: nbins, the site groups, n_workers / n_parts,
+        blocks.
 
     Notes
     -----
@@ -110,8 +123,34 @@ class InterRDF_s(RDFBase):
 
     and :meth:`get_cdf` gives :math:`\sum_{k' \le k} n_{ij,k'} / N_\mathrm{frames}`.
 
-    Memory: each pair of groups holds ``n1 * n2 * nbins`` float64 counters (8 bytes each);
-    every worker of a parallel run holds a full set.
+    **Memory.** One set of histograms is :math:`S = 8\,n_\mathrm{bins} \sum n_1 n_2` bytes
+    (float64, summed over the pairs of groups); with `blocks` :math:`B` a process holds
+    :math:`H = (1 + B)\,S` (its counts and the block counts), else :math:`H = S`.
+    :meth:`run` checks the peak on this machine (:meth:`memory_bytes`):
+
+    * serial: :math:`H + S`, the counts and ``results.rdf`` (plus :math:`H` when
+      `n_parts` > 1, for the sum of the parts);
+    * parallel, :math:`W` workers and :math:`P` parts: :math:`(P + W + 2)\,H`. Every
+      worker holds its set and, while it sends it back, a pickled copy (:math:`2WH`, as
+      the workers of equal parts finish together); the caller holds every part it
+      received (:math:`PH`, as MDAnalysis's backends hand all parts to the aggregation)
+      and the pickled copy of the part it is receiving; the parts are then summed in
+      place into one accumulator and ``_conclude`` adds ``results.rdf``
+      (:math:`(P + 1)H + S`, less);
+    * with blocks, at least :math:`(3B + 2)\,S + \max_k (\sum_{j<k} S_j + (B + 2)\,S_k)`
+      for the block results made after the run (:math:`S_k`: the histograms of the
+      :math:`k`-th pair of groups): the rdf of every block, their stack and ``rdf_sem``;
+    * :meth:`get_cdf` needs :math:`S` more (checked when it is called;
+      ``memory_bytes(..., cdf=True)`` includes it).
+
+    :math:`W` and :math:`P` are those the backend will use: ``'serial'`` (default) is one
+    process; MDAnalysis's ``'multiprocessing'`` and ``'dask'`` start `n_workers` (1 if not
+    given) and cut `n_parts` (default `n_workers`) parts; a backend object its
+    ``n_workers`` workers; ``'node'`` and :class:`~mdakit_fastrdf.backends.NodeBackend` the
+    workers of its plan for the CPU and, unless `n_parts` is given, its many small parts
+    (``part_frames``); a dask client backend its ``n_workers`` and parts. Parts are at most
+    the frames, workers at most the parts. Workers are counted as if on this machine (for
+    a dask cluster on other machines the figure is an upper bound).
 
     Examples
     --------
@@ -195,39 +234,136 @@ class InterRDF_s(RDFBase):
                     raise ValueError("all AtomGroups in ags must belong to the same Universe")
         return ags
 
-    def memory_bytes(self, n_workers=1, blocks=None):
-        """Bytes of histogram memory a run needs: ``sum(n1 * n2) * nbins * 8`` per process
-        (each of `n_workers`), times ``1 + blocks`` with `blocks`, plus one combined copy when
-        there is more than one process."""
-        per = sum(len(a) * len(b) for a, b in self.ags) * self.rdf_settings["bins"] * 8
-        if blocks:
-            per *= 1 + int(blocks)
-        n_workers = max(1, int(n_workers or 1))
-        return per * (n_workers + (1 if n_workers > 1 else 0))
+    def _pair_bytes(self):
+        """Bytes of the float64 histograms of each pair of groups."""
+        nbins = self.rdf_settings["bins"]
+        return [len(a) * len(b) * nbins * 8 for a, b in self.ags]
 
-    def _check_memory(self, n_workers=1, blocks=None):
-        need = self.memory_bytes(n_workers, blocks)
+    def _histogram_bytes(self):
+        """Bytes of one set of float64 site-site histograms (all pairs of groups)."""
+        return sum(self._pair_bytes())
+
+    def memory_bytes(self, n_workers=1, blocks=None, *, n_parts=None, parallel=None,
+                     cdf=False):
+        """Peak bytes of histograms a run needs on this machine (the rule: Notes, *Memory*).
+
+        Parameters
+        ----------
+        n_workers : int, optional
+            Worker processes of the run (:meth:`run` uses the number the backend will start).
+        blocks : int, optional
+            As in :meth:`run`.
+        n_parts : int, optional
+            Parts the frames are cut into (default: `n_workers`); the caller receives one set
+            of histograms per part.
+        parallel : bool, optional
+            Whether the histograms are made in worker processes and sent back (default:
+            ``n_workers > 1 or n_parts > 1``); ``False``: a serial run in this process.
+        cdf : bool, optional
+            Also count ``results.cdf``, made by :meth:`get_cdf` after the run.
+        """
+        sizes = self._pair_bytes()
+        S = sum(sizes)
+        B = int(blocks or 0)
+        H = (1 + B) * S  # what one process (part) holds: its counts and block counts
+        W = max(1, int(n_workers or 1))
+        P = max(1, int(n_parts or W))
+        if parallel is None:
+            parallel = W > 1 or P > 1
+        if parallel:
+            need = (P + W + 2) * H
+        else:
+            need = H + S + (H if P > 1 else 0)
+        if B:
+            # _conclude_blocks, after the run: counts, block counts and rdf ((B + 2) S), the
+            # rdf of every block and their stack (2 B S), then rdf_sem pair by pair: the sems
+            # made so far and block_sem's temporaries for the pair ((B + 2) S_k).
+            done, worst = 0, 0
+            for size in sizes:
+                worst = max(worst, done + (B + 2) * size)
+                done += size
+            need = max(need, (3 * B + 2) * S + worst)
+        if cdf:  # what remains after the run, plus results.cdf
+            need = max(need, (3 + 2 * B + (1 if B else 0)) * S)
+        return need
+
+    def _memory_error(self, need, avail, what, advice):
+        nbins = self.rdf_settings["bins"]
+        shapes = ", ".join(f"({len(a)}, {len(b)}, {nbins})" for a, b in self.ags)
+        S = self._histogram_bytes()
+        return MemoryError(
+            f"InterRDF_s needs {need / 2**30:.2f} GiB for its site-site histograms ({what}) "
+            f"but only {avail / 2**30:.2f} GiB are available. One set of histograms (float64 "
+            f"arrays of shapes {shapes}) is {S / 2**30:.2f} GiB; reduce nbins "
+            f"(nbins={nbins}) or the site groups (ags){advice}"
+        )
+
+    def _run_layout(self, backend, n_workers, n_parts, start, stop, step, frames):
+        """``(parallel, workers, parts)`` of a run with these arguments, as the backend will
+        run it (see Notes, *Memory*)."""
+        from MDAnalysis.analysis.backends import BackendBase, BackendSerial
+
+        from .backends import NodeBackend, _OwnBackend, _resolve_backend
+
+        n_frames = max(1, len(self._setup_computation_groups(
+            1, start=start, stop=stop, step=step, frames=frames)[0]))
+        if (backend is None or isinstance(backend, BackendSerial)
+                or (isinstance(backend, str) and backend.lower() == "serial")):
+            return False, 1, max(1, min(int(n_parts or 1), n_frames))
+        resolved = _resolve_backend(backend, n_workers)
+        if isinstance(resolved, _OwnBackend):  # 'node', dask clients, their objects
+            parts = n_parts if n_parts is not None else resolved.parts_for(n_frames)
+            workers = resolved.n_workers
+            if isinstance(resolved, NodeBackend):
+                try:  # the workers it starts for this analysis (CPU only)
+                    workers = len(resolved.plan(self.device))
+                except ValueError:  # the run raises it
+                    pass
+        elif isinstance(resolved, BackendBase):  # MDAnalysis's backend objects
+            workers = getattr(resolved, "n_workers", None) or 1
+            parts = n_parts if n_parts is not None else (n_workers or workers)
+        else:  # MDAnalysis's backends by name: 'multiprocessing', 'dask'
+            workers = n_workers or 1
+            parts = n_parts if n_parts is not None else workers
+        parts = max(1, min(int(parts), n_frames))
+        return True, max(1, min(int(workers), parts)), parts
+
+    def _check_run_memory(self, backend, n_workers, n_parts, blocks, start, stop, step,
+                          frames):
         avail = available_memory_bytes()
-        if avail is not None and need > avail:
-            shapes = ", ".join(f"({len(a)}, {len(b)}, {self.rdf_settings['bins']})"
-                               for a, b in self.ags)
-            raise MemoryError(
-                f"InterRDF_s needs {need / 2**30:.2f} GiB for its site-site histograms "
-                f"(float64 arrays of shapes {shapes}, x{max(1, int(n_workers or 1))} "
-                f"process(es)) but only {avail / 2**30:.2f} GiB are available; use fewer "
-                f"bins (nbins={self.rdf_settings['bins']}), smaller groups or fewer workers"
-            )
+        if avail is None:
+            return
+        parallel, W, P = self._run_layout(backend, n_workers, n_parts, start, stop, step,
+                                          frames)
+        need = self.memory_bytes(W, blocks, n_parts=P, parallel=parallel)
+        if need <= avail:
+            return
+        B = int(blocks or 0)
+        if parallel:
+            what = (f"{W} worker process(es), each with its set and the copy it sends back; "
+                    f"the {P} part(s) this process receives; one accumulator and results.rdf")
+            advice = (f", run with fewer workers (n_workers={W}) or fewer parts "
+                      f"(n_parts={P}; the caller holds one set per part), or serially "
+                      f"({self.memory_bytes(1, blocks) / 2**30:.2f} GiB)")
+        else:
+            what = "the counts and results.rdf, in this process"
+            advice = ""
+        if B:
+            what += f"; {B} blocks, each with its own set and normalised copy"
+            advice += f", or use fewer blocks (blocks={B})"
+        raise self._memory_error(need, avail, what, advice)
 
     def run(self, start=None, stop=None, step=None, frames=None, verbose=None, *,
             n_workers=None, n_parts=None, backend=None, unsupported_backend=False,
             progressbar_kwargs=None, blocks=None):
         """Perform the calculation (see :meth:`MDAnalysis.analysis.base.AnalysisBase.run`).
 
-        Checks first that the histograms fit in memory (see Raises). With `blocks` (keyword
-        only, see :meth:`mdakit_fastrdf.InterRDF.run`) every block holds a copy of the
-        histograms, so the memory grows by ``blocks`` times.
+        Checks first, before anything is allocated, that the histograms fit in memory with
+        the workers and parts the backend will actually use (see Raises and Notes,
+        *Memory*). With `blocks` (keyword only, see :meth:`mdakit_fastrdf.InterRDF.run`)
+        every block holds a copy of the histograms, so the memory grows by ``blocks`` times.
         """
-        self._check_memory(n_workers if backend not in (None, "serial") else 1, blocks)
+        self._check_run_memory(backend, n_workers, n_parts, blocks, start, stop, step, frames)
         return super().run(
             start=start, stop=stop, step=step, frames=frames, verbose=verbose,
             n_workers=n_workers, n_parts=n_parts, backend=backend,
@@ -241,7 +377,7 @@ class InterRDF_s(RDFBase):
         self._kernel = _fastrdf_cpu.site_histograms
         nbins = self.rdf_settings["bins"]
         edges, bins = histogram_edges(nbins, self.rdf_settings["range"])
-        self._check_memory(1)
+        self._check_process_memory()
         self.results.count = [
             np.zeros((len(ag1), len(ag2), nbins), dtype=np.float64) for ag1, ag2 in self.ags
         ]
@@ -253,9 +389,23 @@ class InterRDF_s(RDFBase):
         self._ix = [np.concatenate([ag1.ix, ag2.ix]) for ag1, ag2 in self.ags]
         self._bufs = [np.empty((len(ix), 3), dtype=np.float32) for ix in self._ix]
 
+    def _check_process_memory(self):
+        """This process's own histograms (the counts and, with blocks, the block counts)
+        before ``_prepare`` allocates them: in a worker, the check of :meth:`run` was made in
+        the caller."""
+        avail = available_memory_bytes()
+        plan = getattr(self, "_block_plan", None)
+        B = 0 if plan is None else int(plan.max()) + 1
+        need = (1 + B) * self._histogram_bytes()
+        if avail is not None and need > avail:
+            raise self._memory_error(need, avail, "this process's counts", "")
+
     def __getstate__(self):
         state = super().__getstate__()
         state.pop("_kernel", None)  # a compiled function does not pickle
+        # the views into the block counts: pickled, each would be a full copy of its block
+        # (B more sets in every part a worker sends back); a worker makes them again
+        state["_block_arrays"] = None
         return state
 
     def _single_frame(self):
@@ -282,6 +432,9 @@ class InterRDF_s(RDFBase):
                 "bins": ResultsGroup.ndarray_mean,
                 "edges": ResultsGroup.ndarray_mean,
                 **self._block_lookup(),
+                # block counts: lists of arrays too, summed in place as well
+                **({"block_count": _sum_arrays_lists}
+                   if getattr(self, "_block_plan", None) is not None else {}),
             }
         )
 
@@ -309,9 +462,17 @@ class InterRDF_s(RDFBase):
         cdf : list
             list of arrays with the same structure as :attr:`results.rdf`
         """
-        self.results.cdf = []
+        need = self._histogram_bytes()
+        avail = available_memory_bytes()
+        if avail is not None and need > avail:
+            raise self._memory_error(need, avail, "results.cdf, on top of the results of "
+                                     "the run", "")
+        cdf = []
         for count in self.results.count:
-            self.results.cdf.append(np.cumsum(count, axis=2) / self.n_frames)
+            c = np.cumsum(count, axis=2)
+            c /= self.n_frames  # in place: one array per pair of groups
+            cdf.append(c)
+        self.results.cdf = cdf
         return self.results.cdf
 
     # -- deprecated attributes, with MDAnalysis's messages ----------------------------

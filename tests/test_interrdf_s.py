@@ -4,6 +4,8 @@ Double precision counts must equal MDAnalysis's exactly (same site-site arrays, 
 binning rule, which is not numpy.histogram's); the reference is always MDAnalysis itself.
 """
 
+import re
+import tracemalloc
 import warnings
 
 import numpy as np
@@ -14,6 +16,8 @@ from conftest import load_universe, make_universe, random_positions_in_box
 
 from mdakit_fastrdf import InterRDF_s
 from mdakit_fastrdf import rdf_s as rdf_s_module
+from mdakit_fastrdf._topology import CpuGroup, NodeTopology
+from mdakit_fastrdf.backends import NodeBackend
 
 
 def _quiet(fn, *args, **kwargs):
@@ -138,16 +142,97 @@ def test_bad_input(memprot, kw, exc, match):
         _quiet(InterRDF_s, u, **args)
 
 
+def _gib(nbytes):
+    return re.escape(f"{nbytes / 2**30:.2f} GiB")
+
+
 def test_memory_error_names_the_figure(memprot, monkeypatch):
+    """The figure is the peak of the histograms, computed here from the sizes alone.
+
+    Serial: the counts and results.rdf (two sets; results.cdf a third). Parallel with W
+    workers and P parts: every worker's set and the pickled copy it sends back (2 W), every
+    part the caller receives and the pickled copy of the one it is receiving (P + 1), and
+    one accumulator for summing them in place (1): (P + W + 2) sets. The error comes before
+    anything is allocated and names the figure, the available memory and the parameters."""
     u, ags = memprot
-    big = [[u.atoms[:20000], u.atoms[:20000]]]
-    r = _quiet(InterRDF_s, u, big, nbins=1000)
-    need = 20000 * 20000 * 1000 * 8
-    assert r.memory_bytes() == need
+    n1, n2, nbins = 20000, 20000, 1000
+    one_set = n1 * n2 * nbins * 8  # n1 * n2 site pairs, nbins float64 counters each
+    r = _quiet(InterRDF_s, u, [[u.atoms[:n1], u.atoms[:n2]]], nbins=nbins)
+    assert r.memory_bytes() == 2 * one_set
+    assert r.memory_bytes(cdf=True) == 3 * one_set
+    assert r.memory_bytes(2) == (2 + 2 + 2) * one_set  # 2 workers, 2 parts
+    assert r.memory_bytes(2, n_parts=8) == (8 + 2 + 2) * one_set
+    # blocks: 3 sets per process; after the run the counts, block counts and rdf
+    # (B + 2), the rdf of every block and their stack (2 B), block_sem's temporaries (B + 2)
+    assert r.memory_bytes(blocks=3) == (3 + 2 + 2 * 3 + 3 + 2) * one_set
     monkeypatch.setattr(rdf_s_module, "available_memory_bytes", lambda: 2**30)
-    with pytest.raises(MemoryError, match=r"2980\.23 GiB.*\(20000, 20000, 1000\).*1\.00 GiB"):
-        r.run()
-    assert "count" not in r.results
+
+    def raises(**kw):
+        tracemalloc.start()
+        try:
+            with pytest.raises(MemoryError) as info:
+                r.run(**kw)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 2**20, f"{peak} bytes were allocated before the MemoryError"
+        assert "count" not in r.results
+        msg = str(info.value)
+        assert re.search(r"\(20000, 20000, 1000\).*nbins=1000.*site groups \(ags\)", msg)
+        assert "1.00 GiB are available" in msg
+        return msg
+
+    msg = raises()
+    assert re.match(_gib(2 * one_set), msg.split("needs ")[1])
+    msg = raises(backend="multiprocessing", n_workers=2)
+    assert re.match(_gib((2 + 2 + 2) * one_set), msg.split("needs ")[1])
+    assert "n_workers=2" in msg and "n_parts=2" in msg
+    assert f"serially ({2 * one_set / 2**30:.2f} GiB)" in msg
+    # a backend object: the workers of its plan (3 CPU workers on a 4-core node) and its
+    # parts (part_frames=1: one per frame, 5 frames), not one process
+    topo = NodeTopology((CpuGroup("node0", (0, 1, 2, 3), ((0,), (1,), (2,), (3,))),))
+    node = NodeBackend(cpu_workers=3, part_frames=1, topology=topo)
+    n_frames = u.trajectory.n_frames
+    msg = raises(backend=node)
+    assert re.match(_gib((n_frames + 3 + 2) * one_set), msg.split("needs ")[1])
+    assert "n_workers=3" in msg and f"n_parts={n_frames}" in msg
+
+
+def test_memory_figure_sums_all_pairs_of_groups(memprot):
+    u, _ = memprot
+    ags = [[u.atoms[:300], u.atoms[:200]], [u.atoms[:7], u.atoms[:11]]]
+    r = _quiet(InterRDF_s, u, ags, nbins=50)
+    one_set = (300 * 200 + 7 * 11) * 50 * 8
+    assert r.memory_bytes() == 2 * one_set
+    assert r.memory_bytes(4, n_parts=4) == (4 + 4 + 2) * one_set
+
+
+def test_parts_summed_in_place():
+    """The parts are added into one accumulator: the caller needs one more set, not one per
+    part (np.sum over the stacked parts makes them all again); the sum is exact."""
+    rng = np.random.default_rng(1)
+    parts = [[rng.integers(0, 5, (50, 40, 100)).astype(np.float64),
+              rng.integers(0, 5, (3, 4, 100)).astype(np.float64)] for _ in range(6)]
+    one_set = sum(a.nbytes for a in parts[0])
+    tracemalloc.start()
+    try:
+        total = rdf_s_module._sum_arrays_lists(parts)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1.1 * one_set
+    for k in range(2):
+        np.testing.assert_array_equal(total[k], np.sum([p[k] for p in parts], axis=0))
+    assert rdf_s_module._sum_arrays_lists(parts[:1])[0] is parts[0][0]  # one part: no copy
+
+
+def test_get_cdf_checks_its_memory(memprot, monkeypatch):
+    u, ags = memprot
+    r = _quiet(InterRDF_s, u, ags, precision="double").run()
+    monkeypatch.setattr(rdf_s_module, "available_memory_bytes", lambda: 8)
+    with pytest.raises(MemoryError, match=r"GiB.*results\.cdf.*nbins=75"):
+        r.get_cdf()
+    assert "cdf" not in r.results
 
 
 def test_parallel_backends_identical(memprot):
@@ -167,3 +252,19 @@ def test_parallel_backends_identical(memprot):
         for g, rg in zip(par.results.rdf, ser.results.rdf):
             np.testing.assert_allclose(g, rg, rtol=1e-12)
         assert par.n_frames == ser.n_frames
+
+
+@pytest.mark.parametrize("backend", ["multiprocessing", "node"])
+def test_parallel_blocks_identical(memprot, backend):
+    """Block counts come back from the workers and are summed in place like the counts."""
+    u, ags = memprot
+    ser = _quiet(InterRDF_s, u, ags, precision="double").run(blocks=2)
+    par = _quiet(InterRDF_s, u, ags, precision="double").run(blocks=2, backend=backend,
+                                                              n_workers=2)
+    for k in range(len(ags)):
+        np.testing.assert_array_equal(par.results.count[k], ser.results.count[k])
+        np.testing.assert_array_equal(par.results.block_count[k], ser.results.block_count[k])
+        np.testing.assert_allclose(par.results.block_rdf[k], ser.results.block_rdf[k],
+                                   rtol=1e-12)
+        np.testing.assert_allclose(par.results.rdf_sem[k], ser.results.rdf_sem[k],
+                                   rtol=1e-12)
