@@ -246,6 +246,12 @@ class RDFBase(ParallelAnalysisMixin, AnalysisBase):
                         else type(backend).__name__),
             "n_workers": n_workers, "n_parts": n_parts, "blocks": blocks,
         }
+        if backend in (None, "serial") and n_parts is not None and n_parts > 1:
+            # MDAnalysis's serial backend runs every part on the same object and then
+            # aggregates that one object n_parts times, which loses frames (its own InterRDF
+            # gives wrong counts with n_parts > 1). In one process one part gives the same
+            # integer counts as any split, so run one part.
+            n_parts = 1
         super().run(
             start=start, stop=stop, step=step, frames=frames, verbose=verbose,
             n_workers=n_workers, n_parts=n_parts, backend=backend,

@@ -132,3 +132,24 @@ def test_multiprocessing_after_threaded_serial_run(tmp_path):
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          timeout=300, cwd=tmp_path, env=env)
     assert out.returncode == 0 and out.stdout.strip().endswith("OK"), out.stderr[-2000:]
+
+
+def test_serial_with_several_parts_counts_every_frame():
+    """MDAnalysis's serial backend aggregates one object n_parts times (its own InterRDF
+    loses frames with n_parts > 1); ours must count every frame once, as one part does."""
+    import MDAnalysis as mda
+    from MDAnalysisTests.datafiles import TPR, XTC
+
+    from mdakit_fastrdf import InterRDF, SpeciesRDF
+
+    u = mda.Universe(TPR, XTC)
+    w = u.select_atoms("name OW")[:300]
+    one = InterRDF(w, w, exclusion_block=(1, 1)).run(stop=5)
+    for n_parts in (2, 3):
+        r = InterRDF(w, w, exclusion_block=(1, 1)).run(stop=5, n_parts=n_parts)
+        np.testing.assert_array_equal(r.results.count, one.results.count)
+        assert r.n_frames == 5
+    ag = u.select_atoms("resid 1-3 or name OW")[:400]
+    s1 = SpeciesRDF(ag, by="element").run(stop=4)
+    s3 = SpeciesRDF(ag, by="element").run(stop=4, n_parts=3)
+    np.testing.assert_array_equal(s3.results.count, s1.results.count)
