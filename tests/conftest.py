@@ -33,6 +33,31 @@ def _prefer_installed_package():
 
 _prefer_installed_package()
 
+
+def _require_module_under():
+    """Fail the session unless the compiled module lies under ``$FASTRDF_REQUIRE_MODULE_UNDER``.
+
+    tests/sanitize_cpu.sh sets it to the target directory of its ASan/UBSan build: the tests
+    must import that instrumented module, not one from the source tree or from an installed
+    or editable package (which would run uninstrumented and pass whatever the kernels do).
+    The repository root is then always dropped from ``sys.path``.
+    """
+    want = os.environ.get("FASTRDF_REQUIRE_MODULE_UNDER")
+    if not want:
+        return
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != root]
+    from mdakit_fastrdf import _fastrdf_cpu
+
+    got = os.path.realpath(_fastrdf_cpu.__file__)
+    if not got.startswith(os.path.realpath(want) + os.sep):
+        raise RuntimeError(
+            f"FASTRDF_REQUIRE_MODULE_UNDER={want}: the tests would import {got} instead"
+        )
+
+
+_require_module_under()
+
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
@@ -286,6 +311,33 @@ def assert_single_precision_close(counts, ref_counts, n_near_edge, context=""):
 def reference_edges(nbins, rng_range):
     """Bin edges exactly as MDAnalysis/numpy build them."""
     return np.histogram([-1], bins=nbins, range=rng_range)[1]
+
+
+def site_counts_reference(pos1, pos2, dims, rmin, rmax, nbins, mda_ortho_bruteforce=False,
+                          return_distances=False, reach=None):
+    """Float64 reference of one frame of InterRDF_s: ``(n1, n2, nbins)`` int64 counts.
+
+    InterRDF_s does not bin with ``numpy.histogram``: it takes the pairs within ``rmax``
+    (``d <= rmax``) and counts each in bin ``k = int((d - rmin) * nbins / (rmax - rmin))``
+    (that expression, in float64, truncated toward zero) when ``0 <= k < nbins``. So a pair
+    exactly at ``rmax`` is dropped and one up to a bin width below ``rmin`` lands in bin 0.
+    Distances from :func:`pair_distances`. With ``return_distances`` also returns them
+    (``(n1, n2)``), exact up to ``max(rmax, reach)`` and any larger value beyond.
+    """
+    p1 = np.asarray(pos1, dtype=np.float32).reshape(-1, 3)
+    p2 = np.asarray(pos2, dtype=np.float32).reshape(-1, 3)
+    d = pair_distances(p1, p2, dims, rmax=max(rmax, reach or rmax),
+                       mda_ortho_bruteforce=mda_ortho_bruteforce)
+    counts = np.zeros((len(p1), len(p2), nbins), dtype=np.int64)
+    ok = d <= rmax
+    k = np.full(d.shape, -1, dtype=np.int64)
+    k[ok] = np.trunc((d[ok] - rmin) * nbins / (rmax - rmin)).astype(np.int64)
+    ok &= (k >= 0) & (k < nbins)
+    i, j = np.nonzero(ok)
+    counts[i, j, k[ok]] = 1
+    if return_distances:
+        return counts, d
+    return counts
 
 
 # --------------------------------------------------------------------------------------

@@ -10,8 +10,11 @@ atoms sit on a grid commensurate with the bins, so that many distances fall exac
 edge or exactly on ``r_max`` (3-4-5-like displacements give exact square roots).
 
 Every path that exists runs on the same frame: CPU all pairs, CPU cell lists with 1, 2 and 3
-cells per cutoff in each column order (row-major, Morton, Hilbert), 1 to 3 threads, and the
-CUDA all-pairs and cell kernels when a GPU is present; in double and single precision.
+cells per cutoff in each column order (row-major, Morton, Hilbert), 1 to 3 threads, a SIMD
+variant drawn among those this CPU runs (baseline, AVX2, AVX-512), and the CUDA all-pairs and
+cell kernels when a GPU is present; in double and single precision. The site-site kernel of
+InterRDF_s gets frames of its own (two site groups of 0 to 6 atoms, the same group twice,
+shared atoms) against :func:`conftest.site_counts_reference`, InterRDF_s's binning rule.
 
 * Double precision must equal :func:`conftest.brute_force_counts` bin for bin.
 * Single precision may differ only through pairs within float32 rounding of an edge, each
@@ -39,12 +42,14 @@ from conftest import (
     pair_mask,
     reference_edges,
     requires_gpu,
+    site_counts_reference,
 )
 
 K = pytest.importorskip("mdakit_fastrdf._fastrdf_cpu")
 
 NO_BOX, ORTHO, TRICLINIC, ORTHO_SCALED = 0, 1, 2, 3
 CELL_PATHS = [(k, order) for k in (1, 2, 3) for order in ("rowmajor", "morton", "hilbert")]
+ISAS = list(K.usable_variants())  # SIMD variants compiled and runnable here
 N_EXAMPLES = int(os.environ.get("FASTRDF_HYPOTHESIS_EXAMPLES", "0")) or None
 
 PROPERTY_SETTINGS = dict(
@@ -97,26 +102,22 @@ def boxes(draw, lattice=False, spacing=0.25):
     return kind, np.ascontiguousarray(b)
 
 
-@st.composite
-def frames(draw):
-    lattice = draw(st.booleans())
-    spacing = 0.25
-    kind, dims = draw(boxes(lattice=lattice, spacing=spacing))
-    seed = draw(st.integers(0, 2**32 - 1))
-    rng = np.random.default_rng(seed)
-    n_species = draw(st.integers(1, 3))
-    sizes = [draw(st.sampled_from([0, 1, 2, 3, 7, 20, 40])) for _ in range(n_species)]
-    n = int(sum(sizes))
-
-    # Reach of the histogram: the cell's smallest width (for a triclinic cell: of its reduced
-    # basis, which is what bounds the periodic images a distance up to r_max can involve).
+def reach(kind, dims):
+    """Reach of the histogram: the cell's smallest width (for a triclinic cell: of its reduced
+    basis, which is what bounds the periodic images a distance up to r_max can involve)."""
     if dims is None:
-        width = 12.0
-    elif kind == TRICLINIC:
-        width = float(min(K.triclinic_setup(np.asarray(dims, np.float64), 1.0)["widths"]))
-    else:
-        width = float(min(dims[:3]))
+        return 12.0
+    if kind == TRICLINIC:
+        return float(min(K.triclinic_setup(np.asarray(dims, np.float64), 1.0)["widths"]))
+    return float(min(dims[:3]))
 
+
+@st.composite
+def positions_and_bins(draw, rng, n, kind, dims, lattice, spacing):
+    """(float32 (n, 3) coordinates, nbins, range). Random positions partly outside the cell
+    and a range from far below to above its widths; or, with ``lattice``, grid positions and
+    bin edges on the grid (many distances exactly on an edge or on r_max)."""
+    width = reach(kind, dims)
     if lattice:
         grid = int(2 * width / spacing) if dims is None else None
         if dims is None:
@@ -140,6 +141,21 @@ def frames(draw):
         rmax = _f32(draw(st.floats(0.05, 1.8)) * width)
         rmin = draw(st.sampled_from([0.0, 0.0, 0.0, 0.1, 0.5])) * rmax
         rng_range = (float(rmin), float(rmax))
+    return coords, nbins, rng_range
+
+
+@st.composite
+def frames(draw):
+    lattice = draw(st.booleans())
+    spacing = 0.25
+    kind, dims = draw(boxes(lattice=lattice, spacing=spacing))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    n_species = draw(st.integers(1, 3))
+    sizes = [draw(st.sampled_from([0, 1, 2, 3, 7, 20, 40])) for _ in range(n_species)]
+    n = int(sum(sizes))
+
+    coords, nbins, rng_range = draw(positions_and_bins(rng, n, kind, dims, lattice, spacing))
 
     # duplicate atoms, within and across species
     if n >= 2 and draw(st.booleans()):
@@ -159,9 +175,40 @@ def frames(draw):
     if draw(st.booleans()):
         labels = rng.integers(0, draw(st.integers(1, 6)), n).astype(np.int32)
     n_threads = draw(st.integers(1, 3))
+    isa = draw(st.sampled_from(ISAS))
     return dict(kind=kind, dims=dims, coords=np.ascontiguousarray(coords), offsets=offsets,
                 pairs=np.array(pairs, dtype=np.int32).reshape(-1, 2),
-                edges=reference_edges(nbins, rng_range), labels=labels, n_threads=n_threads)
+                edges=reference_edges(nbins, rng_range), labels=labels, n_threads=n_threads,
+                isa=isa)
+
+
+@st.composite
+def site_frames(draw):
+    """One frame for the site-site kernel: two groups of 0 to 6 atoms (or one group twice,
+    or groups sharing atoms, which gives pairs at distance 0), boxes and ranges as
+    :func:`frames`, and pairs exactly at r_max, on an inner edge and at r_min."""
+    lattice = draw(st.booleans())
+    spacing = 0.25
+    kind, dims = draw(boxes(lattice=lattice, spacing=spacing))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    n1, n2 = (draw(st.sampled_from([1, 2, 3, 4, 5, 6, 0])) for _ in range(2))
+    coords, nbins, (rmin, rmax) = draw(positions_and_bins(rng, n1 + n2, kind, dims, lattice,
+                                                          spacing))
+    c1, c2 = coords[:n1], coords[n1:]
+    groups = draw(st.sampled_from(["distinct", "same", "shared"]))
+    if groups == "same":
+        c2 = c1.copy()
+    elif groups == "shared" and n1 and n2:
+        for _ in range(draw(st.integers(1, 3))):
+            c2[rng.integers(n2)] = c1[rng.integers(n1)]
+    if n1 and len(c2) >= 3 and not lattice and draw(st.booleans()):
+        edges = reference_edges(nbins, (rmin, rmax))
+        c2[0] = c1[0] + np.float32([rmax, 0, 0])             # dropped by InterRDF_s's rule
+        c2[1] = c1[0] + np.float32([0, edges[nbins // 2], 0])  # an inner edge
+        c2[2] = c1[0] + np.float32([0, 0, rmin])             # r_min
+    return dict(kind=kind, dims=dims, coords1=np.ascontiguousarray(c1, dtype=np.float32),
+                coords2=np.ascontiguousarray(c2, dtype=np.float32), rmin=float(rmin),
+                rmax=float(rmax), nbins=nbins, n_threads=draw(st.integers(1, 3)))
 
 
 # --------------------------------------------------------------------------------------
@@ -196,7 +243,8 @@ def box_arg(frame):
 
 
 def cpu_counts(frame, double, method="allpairs", k=2, order="rowmajor"):
-    h = K.CpuHistogrammer(frame["n_threads"], "", method, k, order)
+    h = K.CpuHistogrammer(frame["n_threads"], frame["isa"], method, k, order)
+    assert h.isa == frame["isa"]
     out = np.zeros((len(frame["pairs"]), len(frame["edges"]) - 1), dtype=np.uint64)
     h.accumulate(frame["coords"], frame["offsets"], frame["pairs"], frame["edges"],
                  frame["kind"], box_arg(frame), frame["labels"], out, double)
@@ -241,12 +289,51 @@ def check_frame(frame, runs):
 @settings(max_examples=N_EXAMPLES or 300, **PROPERTY_SETTINGS)
 @given(frames())
 def test_cpu_paths_equal_float64_bruteforce(frame):
-    """CPU all pairs and every cell-list variant against the float64 brute force."""
-    runs = {"allpairs": (cpu_counts(frame, True), cpu_counts(frame, False))}
+    """CPU all pairs and every cell-list variant, in the drawn SIMD variant, against the
+    float64 brute force."""
+    isa = frame["isa"]
+    runs = {f"allpairs {isa}": (cpu_counts(frame, True), cpu_counts(frame, False))}
     for k, order in CELL_PATHS:
-        runs[f"cells k={k} {order}"] = (cpu_counts(frame, True, "cells", k, order),
-                                        cpu_counts(frame, False, "cells", k, order))
+        runs[f"cells k={k} {order} {isa}"] = (cpu_counts(frame, True, "cells", k, order),
+                                              cpu_counts(frame, False, "cells", k, order))
     check_frame(frame, runs)
+
+
+def site_counts(frame, double, base):
+    """The site-site kernel (what InterRDF_s calls per frame) added onto ``base``."""
+    out = base.astype(np.float64)
+    K.site_histograms(frame["coords1"], frame["coords2"], frame["rmin"], frame["rmax"],
+                      frame["nbins"], frame["kind"], box_arg(frame), out, double,
+                      frame["n_threads"])
+    counts = out - base
+    assert np.array_equal(counts, np.round(counts))
+    return counts.astype(np.int64)
+
+
+@settings(max_examples=N_EXAMPLES or 200, **PROPERTY_SETTINGS)
+@given(site_frames())
+def test_site_kernel_equals_float64_bruteforce(frame):
+    """InterRDF_s's site-site kernel against the float64 brute force with InterRDF_s's
+    binning rule: equal counts in double precision; in single precision a pair may only
+    have crossed an edge of that rule (rmin - w, rmin + w, rmin + 2w, ..., rmax for bin
+    width w: bin 0 holds -1 < (r - rmin) / w < 1) that its float64 distance lies within
+    float32 rounding of. The kernel adds onto the histograms it is given."""
+    c1, c2, nbins = frame["coords1"], frame["coords2"], frame["nbins"]
+    rmin, rmax = frame["rmin"], frame["rmax"]
+    coords = np.concatenate([c1, c2]) if len(c1) + len(c2) else None
+    tol = float32_distance_tolerance(frame["dims"], coords, rmax)
+    ref, dist = site_counts_reference(c1, c2, frame["dims"], rmin, rmax, nbins,
+                                      mda_ortho_bruteforce=frame["kind"] == ORTHO_SCALED,
+                                      return_distances=True, reach=rmax + 4 * tol + 1e-6)
+    base = np.random.default_rng(0).integers(0, 3, ref.shape)
+    np.testing.assert_array_equal(site_counts(frame, True, base), ref, err_msg="double precision")
+    sgl = site_counts(frame, False, base)
+    w = (rmax - rmin) / nbins
+    rule_edges = np.concatenate([[rmin - w], rmin + w * np.arange(1, nbins + 1)])
+    rule_edges[-1] = rmax
+    for i, j in zip(*np.nonzero((sgl != ref).any(axis=2))):
+        assert_only_near_edge_pairs_moved(sgl[i, j], ref[i, j], dist[i, j:j + 1], rule_edges,
+                                          tol, context=f"single precision, sites {(i, j)}")
 
 
 @pytest.mark.gpu
