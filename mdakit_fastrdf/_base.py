@@ -11,6 +11,7 @@ of the normalisations.
 from __future__ import annotations
 
 import numbers
+import os
 import warnings
 
 import numpy as np
@@ -180,6 +181,26 @@ def _sum_items(values):
     return np.sum(values, axis=0)
 
 
+class _WorkerFrames:
+    """The frames of one part, read in order without MDAnalysis's closing rewind.
+
+    MDAnalysis's frame iterators read frame 0 again when they end (``rewind``), which in a
+    worker process is one wasted frame read per part. The user's Universe is not in the
+    worker, so its position there does not matter.
+    """
+
+    def __init__(self, trajectory, frames):
+        self._trajectory = trajectory
+        self.frames = tuple(int(f) for f in frames)
+
+    def __len__(self):
+        return len(self.frames)
+
+    def __iter__(self):
+        for frame in self.frames:
+            yield self._trajectory[frame]
+
+
 def histogram_edges(nbins, rng):
     """``numpy.histogram``'s edges (as MDAnalysis builds them) and the bin centres."""
     _, edges = np.histogram([-1], bins=nbins, range=rng)
@@ -236,10 +257,16 @@ class RDFBase(ParallelAnalysisMixin, AnalysisBase):
             parallel backend gives the same blocks.
         """
         self._block_plan = None
+        n_total = len(self._setup_computation_groups(
+            1, start=start, stop=stop, step=step, frames=frames)[0])
+        if n_total == 0:
+            raise ValueError(
+                f"start={start!r}, stop={stop!r}, step={step!r}, frames={frames!r} select no "
+                f"frame of the {len(self._trajectory)} in the trajectory: an RDF needs at "
+                "least one frame; choose start/stop/step or frames that include one")
         if blocks is not None:
-            n_total = len(self._setup_computation_groups(
-                1, start=start, stop=stop, step=step, frames=frames)[0])
             self._block_plan = block_plan(blocks, n_total)
+        self._run_pid = os.getpid()
         self._run_options = {
             "start": start, "stop": stop, "step": step,
             "backend": ("serial" if backend is None else backend if isinstance(backend, str)
@@ -260,6 +287,15 @@ class RDFBase(ParallelAnalysisMixin, AnalysisBase):
         if self._block_plan is not None:
             self._conclude_blocks()
         return self
+
+    def _prepare_sliced_trajectory(self, slicer):
+        super()._prepare_sliced_trajectory(slicer)
+        # In a worker process (multiprocessing, dask processes, the node backend) iterate
+        # without the closing rewind; in the process that called run() keep MDAnalysis's
+        # behaviour (the trajectory ends on its first frame).
+        if (isinstance(slicer, np.ndarray)
+                and os.getpid() != getattr(self, "_run_pid", os.getpid())):
+            self._sliced_trajectory = _WorkerFrames(self._trajectory, slicer)
 
     def _compute(self, indexed_frames, verbose=None, *, progressbar_kwargs=None):
         # With blocks: the block of each frame of this worker, from the frame's index in the

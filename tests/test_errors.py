@@ -331,3 +331,19 @@ def test_verbose_flag(u, verbose):
     r = InterRDF(u.atoms, u.atoms, verbose=verbose, precision="double").run(verbose=verbose)
     ref = MDAInterRDF(u.atoms, u.atoms).run()
     np.testing.assert_array_equal(r.results.count, ref.results.count)
+
+
+@pytest.mark.filterwarnings("ignore:The `u` attribute is superflous")
+@pytest.mark.parametrize("cls", ["InterRDF", "InterRDF_s", "SpeciesRDF"])
+@pytest.mark.parametrize("sel", [dict(stop=0), dict(start=5, stop=5), dict(frames=[])])
+def test_no_frames_selected(u, cls, sel):
+    """A frame selection with no frame is a ValueError naming the selection, not a division
+    by zero in the normalisation (MDAnalysis's InterRDF divides by n_frames = 0)."""
+    import mdakit_fastrdf
+
+    ag = u.atoms[:20]
+    obj = {"InterRDF": lambda: mdakit_fastrdf.InterRDF(ag, ag),
+           "InterRDF_s": lambda: mdakit_fastrdf.InterRDF_s(u, [[ag, ag]]),
+           "SpeciesRDF": lambda: mdakit_fastrdf.SpeciesRDF(ag, by="name")}[cls]()
+    with pytest.raises(ValueError, match="select no frame"):
+        obj.run(**sel)

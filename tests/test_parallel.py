@@ -153,3 +153,57 @@ def test_serial_with_several_parts_counts_every_frame():
     s1 = SpeciesRDF(ag, by="element").run(stop=4)
     s3 = SpeciesRDF(ag, by="element").run(stop=4, n_parts=3)
     np.testing.assert_array_equal(s3.results.count, s1.results.count)
+
+
+def _count_frame_reads(u):
+    """Wrap the reader's _read_frame to record the frames it reads."""
+    reads = []
+    traj = u.trajectory
+    orig = traj._read_frame
+
+    def counting(i):
+        reads.append(int(i))
+        return orig(i)
+
+    traj._read_frame = counting
+    return reads
+
+
+def test_worker_part_reads_each_frame_once():
+    """In a worker process a part reads its frames and nothing else (MDAnalysis's iterator
+    reads frame 0 again at its end, one wasted read per part); in the calling process the
+    trajectory still ends on its first frame, as after any MDAnalysis analysis. Same counts
+    either way."""
+    import os
+
+    import MDAnalysis as mda
+    from MDAnalysisTests.datafiles import TPR, XTC
+
+    u = mda.Universe(TPR, XTC)
+    w = u.select_atoms("name OW")[:200]
+    ser = InterRDF(w, w).run(start=2, stop=7)
+    assert u.trajectory.frame == 0
+
+    part = np.array([[0, 3], [1, 4], [2, 5]])
+    r = InterRDF(w, w)
+    r._run_pid = os.getpid()
+    r._setup_frames(u.trajectory)
+    r._prepare()
+    reads = _count_frame_reads(u)
+    r._run_pid = os.getpid() + 1  # as seen from a worker process
+    r._compute(part)
+    assert reads == [3, 4, 5]
+    assert u.trajectory.frame == 5
+
+    r2 = InterRDF(w, w)
+    r2._run_pid = os.getpid()
+    r2._setup_frames(u.trajectory)
+    r2._prepare()
+    reads.clear()
+    r2._compute(part)  # in the calling process: MDAnalysis's iteration, rewind included
+    assert reads[:3] == [3, 4, 5] and u.trajectory.frame == 0
+    np.testing.assert_array_equal(r.results.count_uint64, r2.results.count_uint64)
+    # and the worker-style part equals frames 3-5 of a serial run
+    np.testing.assert_array_equal(r.results.count_uint64,
+                                  InterRDF(w, w).run(start=3, stop=6).results.count_uint64)
+    assert ser.n_frames == 5
