@@ -305,10 +305,15 @@ class Engine:
         Arithmetic of the distances.
     n_threads : int or None
         CPU threads (``None``: all cores the process may use).
-    kernel : {'auto', 'shared', 'global'}
-        CUDA kernel: shared-memory histograms (in several sweeps when the histogram is wider
-        than shared memory) or 64-bit atomics in device memory; ``'auto'`` chooses from the
-        device's shared memory.
+    kernel : {'auto', 'shared', 'packed', 'global'}
+        CUDA all-pairs kernel: shared-memory histograms of 32-bit counters (in several sweeps
+        when the histogram is wider than shared memory), ``'packed'`` shared-memory
+        histograms of two 16-bit counters per word (twice as many bins per sweep; a counter
+        is emptied into the 64-bit totals whenever it reaches 32768), or 64-bit atomics in
+        device memory; ``'auto'`` chooses from the device's shared memory: ``'shared'`` when
+        one sweep holds every bin, else ``'packed'`` in up to 4 sweeps, else ``'global'``.
+        The cell-list kernels take ``'shared'`` or ``'global'`` (``'packed'`` counts as
+        ``'shared'`` there). Every kernel gives the same histogram.
     max_window_bins : int
         Caps the bins of one shared-memory sweep (0: as many as fit); for tests.
     method : {'auto', 'allpairs', 'cells'}
@@ -348,8 +353,8 @@ class Engine:
         self.cell_order = cell_order
         self.precision = validate_precision(precision)
         self.n_threads = validate_n_threads(n_threads)
-        if kernel not in ("auto", "shared", "global"):
-            raise ValueError(f"kernel must be 'auto', 'shared' or 'global', got {kernel!r}")
+        if kernel not in ("auto", "shared", "packed", "global"):
+            raise ValueError(f"kernel must be 'auto', 'shared', 'packed' or 'global', got {kernel!r}")
         self.kernel = kernel
         self.max_window_bins = int(max_window_bins)
         self.exact_sqrt = bool(exact_sqrt)

@@ -25,7 +25,8 @@ def main():
         for precision in ("single", "double"):
             for labels in (False, True):
                 for kernel, max_window, exact in (("shared", 0, True), ("shared", 37, True),
-                                                  ("global", 0, True), ("shared", 0, False)):
+                                                  ("global", 0, True), ("shared", 0, False),
+                                                  ("packed", 0, True), ("packed", 37, True)):
                     problem = make_problem(rng, box_name, sizes=(150, 170, 61), nbins=100,
                                            labels=labels)
                     ref, _ = histogram("cpu", problem, precision)

@@ -200,9 +200,14 @@ def test_gpu_double_matches_float64_brute_force(rng):
         ("shared", 1000, 97, ("shared", 11)),      # many sweeps over narrow windows
         ("shared", 5, 0, ("shared", 1)),           # few bins: many sub-histograms
         ("global", 1000, 0, ("global", 1)),
-        ("auto", 100_000, 0, ("shared", None)),    # wider than shared memory: sweeps
-        ("auto", 400_000, 0, ("global", 1)),       # much wider: 64-bit global atomics
-        ("shared", 200_000, 0, ("shared", None)),  # ... forced through sweeps
+        ("auto", 100_000, 0, ("packed", 1)),       # wider than 32-bit shared memory: packed
+        ("auto", 400_000, 0, ("packed", "many")),  # ... in sweeps
+        ("auto", 500_000, 0, ("global", 1)),       # much wider: 64-bit global atomics
+        ("shared", 200_000, 0, ("shared", "many")),  # ... forced through 32-bit sweeps
+        ("packed", 1000, 0, ("packed", 1)),
+        ("packed", 1000, 97, ("packed", 11)),      # odd windows: the last word half empty
+        ("packed", 5, 0, ("packed", 1)),
+        ("packed", 1, 0, ("packed", 1)),
     ],
 )
 @pytest.mark.parametrize("precision", ["single", "double"])
@@ -215,11 +220,61 @@ def test_gpu_kernels_and_sweeps(rng, kernel, nbins, max_window, expect, precisio
     out, eng = histogram("cuda", problem, precision, kernel=kernel, max_window_bins=max_window)
     launch = eng.last_launch
     assert launch["kernel"] == expect[0]
-    if expect[1] is not None:
-        assert launch["sweeps"] == expect[1]
-    else:
+    if expect[1] == "many":
         assert launch["sweeps"] > 1
+    else:
+        assert launch["sweeps"] == expect[1]
     np.testing.assert_array_equal(out, ref)
+
+
+@pytest.mark.parametrize("labels", [False, True], ids=["all", "labels"])
+@pytest.mark.parametrize("precision", ["single", "double"])
+@pytest.mark.parametrize("box_name", list(BOXES))
+@pytest.mark.parametrize("max_window", [0, 999])
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_packed_matches_cpu(rng, box_name, precision, labels, max_window):
+    """The packed kernel (two 16-bit counters per shared word), in one sweep and in odd-sized
+    windows, on every box: the CPU kernel's histogram bit for bit."""
+    problem = make_problem(rng, box_name, nbins=3001, labels=labels)
+    ref, _ = histogram("cpu", problem, precision)
+    out, eng = histogram("cuda", problem, precision, frames=2, kernel="packed",
+                         max_window_bins=max_window)
+    assert eng.last_launch["kernel"] == "packed"
+    assert eng.last_launch["sweeps"] == (1 if max_window == 0 else 4)
+    assert out.sum() > 0
+    np.testing.assert_array_equal(out, 2 * ref)
+
+
+@pytest.mark.parametrize("kernel", ["packed", "shared"])
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_packed_counters_overflow(kernel):
+    """Millions of pairs into the two halves of one packed word at once. Species 0 (6000
+    atoms) and species 1 (2000 atoms) alternate between two points 0.7 A apart, so every
+    block counts pairs into bin 0 (the low half of word 0) and bin 1 (its high half) at the
+    same time, with 1024 threads hammering those two counters; each passes 0x8000 hundreds
+    of times per block. The counts must be exact."""
+    na, nb = 6000, 2000
+    coords = np.zeros((na + nb, 3), np.float32)
+    coords[1:na:2, 0] = 0.7
+    coords[na + 1::2, 0] = 0.7
+    offsets = np.array([0, na, na + nb], np.int64)
+    pairs = np.array([[0, 0], [0, 1]], np.int32)
+    edges = reference_edges(4, (0.0, 2.0))
+    out = np.zeros((2, 4), np.uint64)
+    eng = Engine("cuda", kernel=kernel)
+    for _ in range(3):
+        eng.accumulate(coords, offsets, pairs, edges, Box(NO_BOX), None, out)
+    eng.synchronize()
+    assert eng.last_launch["kernel"] == kernel
+    expect = np.zeros((2, 4), np.uint64)
+    ha, hb = na // 2, nb // 2
+    expect[0, 0] = 3 * 2 * ha * ha  # ordered pairs in the same spot, each atom with itself
+    expect[0, 1] = 3 * 2 * ha * ha  # ordered pairs across the two spots
+    expect[1, 0] = 3 * 2 * ha * hb
+    expect[1, 1] = 3 * 2 * ha * hb
+    np.testing.assert_array_equal(out, expect)
 
 
 @pytest.mark.gpu

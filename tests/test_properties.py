@@ -341,11 +341,12 @@ def test_site_kernel_equals_float64_bruteforce(frame):
 @settings(max_examples=N_EXAMPLES or 60, **PROPERTY_SETTINGS)
 @given(frames())
 def test_gpu_paths_equal_float64_bruteforce(frame):
-    """CUDA all pairs (shared and global-memory kernels) and cell lists against the same
-    reference, and bit for bit equal to the CPU in single precision."""
+    """CUDA all pairs (shared, packed and global-memory kernels) and cell lists against the
+    same reference, and bit for bit equal to the CPU in single precision."""
     runs = {"cpu allpairs": (cpu_counts(frame, True), cpu_counts(frame, False))}
-    for method in ("allpairs", "cells"):
-        for kernel in ("shared", "global"):
+    for method, kernels in (("allpairs", ("shared", "packed", "global")),
+                            ("cells", ("shared", "global"))):
+        for kernel in kernels:
             runs[f"gpu {method} {kernel}"] = (gpu_counts(frame, True, method, kernel),
                                               gpu_counts(frame, False, method, kernel))
     check_frame(frame, runs)

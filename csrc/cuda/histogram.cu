@@ -42,11 +42,12 @@ constexpr int kThreads = 256;           // threads per block
 #define FASTRDF_CUDA_ROWS 2
 #endif
 constexpr int kRows = FASTRDF_CUDA_ROWS;  // i atoms per thread (register blocking)
-constexpr int kTileI = kThreads * kRows;
 constexpr int kMaxCopies = kThreads / 32;
 constexpr int kCopyBudgetWords = 12288; // sub-histograms up to 48 KB per block
 constexpr int kMaxSharedSweeps = 4;     // auto: more sweeps than this -> global kernel (measured,
                                         // benchmarks/NOTES.md: 4 shared sweeps beat 64-bit atomics)
+constexpr int kPackedThreads = 1024;    // packed kernel: one block fills a multiprocessor
+constexpr uint32_t kPackedFlush = 0x8000u;  // a packed half is emptied into the totals here
 
 // CPUs this process may run on (its affinity mask), at most cap.
 std::size_t usable_cpus(std::size_t cap) {
@@ -223,15 +224,51 @@ __device__ __forceinline__ void shared_inc_if(uint32_t addr, bool take) {
         : "memory");
 }
 
+// Adds v to the uint32 at shared-memory address addr and returns the value it held before.
+__device__ __forceinline__ uint32_t shared_fetch_add(uint32_t addr, uint32_t v) {
+    uint32_t old;
+    asm volatile("atom.shared.add.u32 %0, [%1], %2;" : "=r"(old) : "r"(addr), "r"(v) : "memory");
+    return old;
+}
+
+// Packed histograms: two 16-bit counters per 32-bit word of shared memory, so that a window
+// twice as wide fits (100k bins in one sweep on Hopper). Bin rel of a window lives in word
+// rel / 2, in its low half when rel is even and its high half when rel is odd. No half may
+// wrap into its neighbour: the one increment that takes a half from 0x7FFF to 0x8000
+// (atomics serialise, so exactly one thread sees 0x7FFF before its add) takes 0x8000 back
+// out of the word and adds 0x8000 * mult to the 64-bit totals. A half then stays below
+// 0x8000 plus the increments other threads make between that add and the subtraction that
+// follows it in the same warp a few instructions later: far fewer than the 0x8000 more it
+// would take to reach 0x10000. The subtraction cannot borrow either: only increments reach
+// that half in between. Pairs that do not count increment a word of their lane beyond the
+// histogram (`dummy`, never read) instead of branching around the atomic, which would cost
+// a BSSY/BRA/BSYNC per pair (benchmarks/NOTES.md, GPU items 11-12).
+__device__ __forceinline__ void packed_inc(uint32_t base, uint32_t dummy, unsigned rel, bool take,
+                                           unsigned long long* bin_total, unsigned mult) {
+    const uint32_t inc = 1u + (rel & 1u) * 0xFFFFu;  // 1 or 0x10000
+    const uint32_t addr = take ? base + 2u * (rel & ~1u) : dummy;
+    const uint32_t old = shared_fetch_add(addr, inc);
+    const uint32_t half_mask = inc * 0xFFFFu;        // 0x0000FFFF or 0xFFFF0000
+    const bool full = take & (((old ^ 0x7FFF7FFFu) & half_mask) == 0u);  // was 0x7FFF
+    if (__any_sync(0xFFFFFFFFu, full)) {  // rare; then the whole warp, without a branch
+        asm volatile("red.shared.add.u32 [%0], %1;"
+                     :
+                     : "r"(addr), "r"(full ? 0u - inc * kPackedFlush : 0u)
+                     : "memory");
+        atomicAdd(bin_total, full ? static_cast<unsigned long long>(kPackedFlush) * mult : 0ull);
+    }
+}
+
 // All pairs of this thread's i atoms with the j atoms in shared memory. Tri: same-species
 // task on the diagonal, only j > i counts. Padding i atoms are NaN: never in range. Every
 // pair is computed; exclusions (Tri, Labels) and the range only mask the increment.
 template <typename T, class Box, class Rule, bool Labels, bool Global, bool Windowed, bool Tri,
-          int R = kRows>
+          bool Packed = false, int R = kRows>
 __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii)[R],
                                            const float4* jt, int jb, int nj, const Box& box,
                                            const Rule& rule, unsigned long long* out,
-                                           unsigned mult, uint32_t* mine, int lo, int w) {
+                                           unsigned mult, uint32_t* mine, int lo, int w,
+                                           uint32_t dummy = 0u) {
     const uint32_t base = Global ? 0u : static_cast<uint32_t>(__cvta_generic_to_shared(mine));
     for (int k = 0; k < nj; ++k) {
         const float4 aj = jt[k];
@@ -246,6 +283,11 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
             if (Labels) take = take & (__float_as_int(aj.w) != __float_as_int(ai[r].w));
             if (Global) {
                 if (take) atomicAdd(out + b, static_cast<unsigned long long>(mult));
+            } else if (Packed) {
+                const unsigned rel = static_cast<unsigned>(b - lo);
+                packed_inc(base, dummy, rel,
+                           Windowed ? (take & (rel < static_cast<unsigned>(w))) : take,
+                           out + lo + rel, mult);
             } else if (Windowed) {
                 const unsigned rel = static_cast<unsigned>(b - lo);
                 shared_inc_if(base + 4u * rel, take & (rel < static_cast<unsigned>(w)));
@@ -256,46 +298,63 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
     }
 }
 
-template <typename T, class Box, class Rule, bool Labels, bool Global, bool Windowed>
-__global__ void __launch_bounds__(kThreads)
+// Threads: block size (kThreads; kPackedThreads for the packed kernel, whose histogram fills
+// the multiprocessor's shared memory, so that one block still keeps 32 warps busy).
+template <typename T, class Box, class Rule, bool Labels, bool Global, bool Windowed,
+          bool Packed = false, int Threads = kThreads>
+__global__ void __launch_bounds__(Threads)
     histogram_kernel(const KernelArgs a, const Box box, const Rule rule) {
     extern __shared__ __align__(16) unsigned char smem[];
     float4* jt = reinterpret_cast<float4*>(smem);
-    uint32_t* hist = reinterpret_cast<uint32_t*>(jt + kThreads);
+    uint32_t* hist = reinterpret_cast<uint32_t*>(jt + Threads);
 
     const Task t = a.tasks[blockIdx.x];
     const int lo = blockIdx.y * a.window;
     const int w = min(a.nbins - lo, a.window);
     const unsigned mult = (t.flags & kTwice) ? 2u : 1u;
     unsigned long long* out = a.out + static_cast<std::size_t>(t.pair) * a.nbins;
-    uint32_t* mine = hist + ((threadIdx.x >> 5) % a.copies) * a.window;
+    // Packed: (window + 1) / 2 words of two counters, then one dummy word per lane
+    const int half = (a.window + 1) / 2;
+    uint32_t* mine = Packed ? hist : hist + ((threadIdx.x >> 5) % a.copies) * a.window;
+    const int words = Packed ? half + 32 : a.copies * a.window;
+    const uint32_t dummy =
+        Packed ? static_cast<uint32_t>(__cvta_generic_to_shared(hist + half + (threadIdx.x & 31))) : 0u;
     if (!Global)
-        for (int k = threadIdx.x; k < a.copies * a.window; k += kThreads) hist[k] = 0u;
+        for (int k = threadIdx.x; k < words; k += Threads) hist[k] = 0u;
 
     float4 ai[kRows];
     int ii[kRows];
     const float nan = __int_as_float(0x7fc00000);
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
-        ii[r] = t.i0 + threadIdx.x + r * kThreads;
+        ii[r] = t.i0 + threadIdx.x + r * Threads;
         ai[r] = ii[r] < t.i1 ? a.atoms[ii[r]] : make_float4(nan, nan, nan, 0.f);
     }
     const bool tri = t.flags & kTriangle;
 
-    for (int jb = t.j0; jb < t.j1; jb += kThreads) {
+    for (int jb = t.j0; jb < t.j1; jb += Threads) {
         __syncthreads();
         const int j = jb + threadIdx.x;
         if (j < t.j1) jt[threadIdx.x] = a.atoms[j];
         __syncthreads();
-        const int nj = min(kThreads, t.j1 - jb);
+        const int nj = min(Threads, t.j1 - jb);
         if (tri)
-            tile_pairs<T, Box, Rule, Labels, Global, Windowed, true>(ai, ii, jt, jb, nj, box, rule,
-                                                                     out, mult, mine, lo, w);
+            tile_pairs<T, Box, Rule, Labels, Global, Windowed, true, Packed>(
+                ai, ii, jt, jb, nj, box, rule, out, mult, mine, lo, w, dummy);
         else
-            tile_pairs<T, Box, Rule, Labels, Global, Windowed, false>(ai, ii, jt, jb, nj, box, rule,
-                                                                      out, mult, mine, lo, w);
+            tile_pairs<T, Box, Rule, Labels, Global, Windowed, false, Packed>(
+                ai, ii, jt, jb, nj, box, rule, out, mult, mine, lo, w, dummy);
     }
-    if (!Global) {
+    if (Packed) {
+        __syncthreads();
+        for (int k = threadIdx.x; k < half; k += Threads) {
+            const uint32_t v = hist[k];
+            if (2 * k < w && (v & 0xFFFFu))
+                atomicAdd(out + lo + 2 * k, static_cast<unsigned long long>(v & 0xFFFFu) * mult);
+            if (2 * k + 1 < w && (v >> 16))
+                atomicAdd(out + lo + 2 * k + 1, static_cast<unsigned long long>(v >> 16) * mult);
+        }
+    } else if (!Global) {
         __syncthreads();
         for (int k = threadIdx.x; k < w; k += kThreads) {
             unsigned long long s = 0;
@@ -642,9 +701,12 @@ struct Histogrammer::Impl {
         if (copy) cudaStreamDestroy(copy);
     }
 
-    // Largest window of bins one block can hold in shared memory.
-    int window_cap() const {
-        long long cap = (static_cast<long long>(info.shared_per_block_optin) - kThreads * 16) / 4;
+    // Largest window of bins one block can hold in shared memory: 32-bit counters with
+    // kThreads per block, or (packed) two 16-bit counters per word with kPackedThreads.
+    int window_cap(bool packed = false) const {
+        const long long threads = packed ? kPackedThreads : kThreads;
+        long long cap = (static_cast<long long>(info.shared_per_block_optin) - threads * 16) / 4;
+        if (packed) cap = 2 * (cap - 32);  // two counters per word; a dummy word per lane
         if (max_window_bins > 0) cap = std::min<long long>(cap, max_window_bins);
         return static_cast<int>(std::max<long long>(cap, 1));
     }
@@ -659,18 +721,29 @@ struct Histogrammer::Impl {
             return;
         }
 
-        // launch shape
+        // launch shape. auto: 32-bit shared histograms when one window holds every bin, else
+        // packed 16-bit ones (a window twice as wide, one large block per multiprocessor) in
+        // up to kMaxSharedSweeps sweeps, else 64-bit global atomics (benchmarks/NOTES.md)
         const int cap = window_cap();
         int sweeps = (p.nbins + cap - 1) / cap;
-        bool global = choice == KernelChoice::kGlobal ||
-                      (choice == KernelChoice::kAuto && sweeps > kMaxSharedSweeps);
+        const int pcap = window_cap(true);
+        const int psweeps = (p.nbins + pcap - 1) / pcap;
+        const bool packed = choice == KernelChoice::kPacked ||
+                            (choice == KernelChoice::kAuto && sweeps > 1 && psweeps <= kMaxSharedSweeps);
+        const bool global = choice == KernelChoice::kGlobal ||
+                            (choice == KernelChoice::kAuto && sweeps > 1 && psweeps > kMaxSharedSweeps);
         launch = LaunchInfo{};
-        launch.threads = kThreads;
+        launch.threads = packed ? kPackedThreads : kThreads;
         if (global) {
             launch.kernel = "global";
             launch.sweeps = 1;
             launch.window = p.nbins;
             launch.copies = 0;
+        } else if (packed) {
+            launch.kernel = "packed";
+            launch.sweeps = psweeps;
+            launch.window = (p.nbins + psweeps - 1) / psweeps;
+            launch.copies = 1;
         } else {
             launch.kernel = "shared";
             launch.sweeps = sweeps;
@@ -682,7 +755,7 @@ struct Histogrammer::Impl {
                 --launch.copies;
         }
 
-        // tasks: i tiles of kTileI atoms, j ranges long enough to amortise a block's set-up
+        // tasks: i tiles of threads * kRows atoms, j ranges long enough to amortise a block's set-up
         // and short enough to give every multiprocessor many blocks
         double total = 0;
         for (int q = 0; q < p.n_pairs; ++q) {
@@ -691,18 +764,20 @@ struct Histogrammer::Impl {
             const double nb = double(p.offsets[b + 1] - p.offsets[b]);
             total += a == b ? na * (na - 1) / 2 : na * nb;
         }
-        const double target_blocks = 16.0 * info.multiprocessors;
-        const long long max_tj = (1LL << 31) / kTileI;  // < 2^32 pairs per task: no uint32 wrap
-        long long tj = static_cast<long long>(total / (kTileI * target_blocks));
-        tj = std::clamp<long long>((tj + kThreads - 1) / kThreads * kThreads, 2 * kThreads,
-                                   max_tj / kThreads * kThreads);
+        const int threads = launch.threads;
+        const int tile_i = threads * kRows;
+        const double target_blocks = (packed ? 4.0 : 16.0) * info.multiprocessors;
+        const long long max_tj = (1LL << 31) / tile_i;  // < 2^32 pairs per task: no uint32 wrap
+        long long tj = static_cast<long long>(total / (tile_i * target_blocks));
+        tj = std::clamp<long long>((tj + threads - 1) / threads * threads, 2 * threads,
+                                   max_tj / threads * threads);
         std::vector<Task> tasks;
         for (int q = 0; q < p.n_pairs; ++q) {
             const int a = p.pairs[2 * q], b = p.pairs[2 * q + 1];
             const int64_t a0 = p.offsets[a], a1 = p.offsets[a + 1];
             const int64_t b0 = p.offsets[b], b1 = p.offsets[b + 1];
-            for (int64_t i0 = a0; i0 < a1; i0 += kTileI) {
-                const int64_t i1 = std::min<int64_t>(i0 + kTileI, a1);
+            for (int64_t i0 = a0; i0 < a1; i0 += tile_i) {
+                const int64_t i1 = std::min<int64_t>(i0 + tile_i, a1);
                 const int64_t js = a == b ? i0 : b0;
                 for (int64_t j0 = js; j0 < b1; j0 += tj) {
                     const int64_t j1 = std::min<int64_t>(j0 + tj, b1);
@@ -972,18 +1047,31 @@ struct Histogrammer::Impl {
     template <typename T, class Box, class Rule>
     void launch_box(const KernelArgs& a, const Box& box, const Rule& rule, bool labels) {
         const bool global = launch.kernel == "global";
-        const std::size_t smem = kThreads * sizeof(float4) +
-                                 (global ? 0 : std::size_t(launch.copies) * launch.window * 4);
+        const bool packed = launch.kernel == "packed";
+        const std::size_t smem =
+            std::size_t(launch.threads) * sizeof(float4) +
+            (global ? 0
+             : packed ? std::size_t((launch.window + 1) / 2 + 32) * 4
+                      : std::size_t(launch.copies) * launch.window * 4);
         const dim3 grid(static_cast<unsigned>(n_tasks), static_cast<unsigned>(launch.sweeps));
         auto go = [&](auto kernel) {
             if (smem > 48 * 1024)
                 check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            static_cast<int>(smem)),
                       "cudaFuncSetAttribute");
-            kernel<<<grid, kThreads, smem, compute>>>(a, box, rule);
+            kernel<<<grid, launch.threads, smem, compute>>>(a, box, rule);
             check(cudaGetLastError(), "the histogram kernel launch");
         };
-        if (global) {
+        if (packed) {
+            constexpr int P = kPackedThreads;
+            if (launch.sweeps > 1) {
+                if (labels) go(histogram_kernel<T, Box, Rule, true, false, true, true, P>);
+                else go(histogram_kernel<T, Box, Rule, false, false, true, true, P>);
+            } else {
+                if (labels) go(histogram_kernel<T, Box, Rule, true, false, false, true, P>);
+                else go(histogram_kernel<T, Box, Rule, false, false, false, true, P>);
+            }
+        } else if (global) {
             if (labels) go(histogram_kernel<T, Box, Rule, true, true, false>);
             else go(histogram_kernel<T, Box, Rule, false, true, false>);
         } else if (launch.sweeps > 1) {

@@ -24,7 +24,8 @@ gpu::KernelChoice parse_kernel(const std::string& k) {
     if (k == "auto") return gpu::KernelChoice::kAuto;
     if (k == "shared") return gpu::KernelChoice::kShared;
     if (k == "global") return gpu::KernelChoice::kGlobal;
-    throw std::invalid_argument("kernel: must be 'auto', 'shared' or 'global', got '" + k + "'");
+    if (k == "packed") return gpu::KernelChoice::kPacked;
+    throw std::invalid_argument("kernel: must be 'auto', 'shared', 'packed' or 'global', got '" + k + "'");
 }
 
 int parse_method(const std::string& m) {

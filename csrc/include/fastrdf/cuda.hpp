@@ -41,11 +41,11 @@ DeviceInfo device_info(int device);
 int runtime_version();
 int driver_version();
 
-enum class KernelChoice : int { kAuto = 0, kShared = 1, kGlobal = 2 };
+enum class KernelChoice : int { kAuto = 0, kShared = 1, kGlobal = 2, kPacked = 3 };
 
 // How the last frame was launched (for tests, benchmarks and --info).
 struct LaunchInfo {
-    std::string kernel;  // "shared" or "global"
+    std::string kernel;  // "shared", "packed" (16-bit shared counters) or "global"
     int sweeps = 0;      // passes over the pairs, one bin window each (shared kernel)
     int window = 0;      // bins per window
     int copies = 0;      // sub-histograms per block
