@@ -310,8 +310,9 @@ class Engine:
         when the histogram is wider than shared memory), ``'packed'`` shared-memory
         histograms of two 16-bit counters per word (twice as many bins per sweep; a counter
         is emptied into the 64-bit totals whenever it reaches 32768), or 64-bit atomics in
-        device memory; ``'auto'`` chooses from the device's shared memory: ``'shared'`` when
-        one sweep holds every bin, else ``'packed'`` in up to 4 sweeps, else ``'global'``.
+        device memory; ``'auto'`` chooses from the device's shared memory: ``'shared'`` while
+        two blocks of 32-bit histograms fit on a multiprocessor (up to ~28k bins on Hopper),
+        else ``'packed'`` in up to 4 sweeps (~430k bins), else ``'global'``.
         The cell-list kernels take ``'shared'`` or ``'global'`` (``'packed'`` counts as
         ``'shared'`` there). Every kernel gives the same histogram.
     max_window_bins : int

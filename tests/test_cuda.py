@@ -200,7 +200,8 @@ def test_gpu_double_matches_float64_brute_force(rng):
         ("shared", 1000, 97, ("shared", 11)),      # many sweeps over narrow windows
         ("shared", 5, 0, ("shared", 1)),           # few bins: many sub-histograms
         ("global", 1000, 0, ("global", 1)),
-        ("auto", 100_000, 0, ("packed", 1)),       # wider than 32-bit shared memory: packed
+        ("auto", 40_000, 0, ("packed", "any")),    # one 32-bit block per SM only: packed
+        ("auto", 100_000, 0, ("packed", "any")),   # (one sweep on Hopper)
         ("auto", 400_000, 0, ("packed", "many")),  # ... in sweeps
         ("auto", 500_000, 0, ("global", 1)),       # much wider: 64-bit global atomics
         ("shared", 200_000, 0, ("shared", "many")),  # ... forced through 32-bit sweeps
@@ -222,7 +223,7 @@ def test_gpu_kernels_and_sweeps(rng, kernel, nbins, max_window, expect, precisio
     assert launch["kernel"] == expect[0]
     if expect[1] == "many":
         assert launch["sweeps"] > 1
-    else:
+    elif expect[1] != "any":
         assert launch["sweeps"] == expect[1]
     np.testing.assert_array_equal(out, ref)
 

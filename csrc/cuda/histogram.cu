@@ -564,10 +564,10 @@ __global__ void __launch_bounds__(kCellThreads)
                     __syncthreads();
                     const int nj = min(kCellThreads, jq - jb);
                     if (tri)
-                        tile_pairs<T, Box, Rule, Labels, Global, false, true, 1>(
+                        tile_pairs<T, Box, Rule, Labels, Global, false, true, false, 1>(
                             ai, ii, jt, jb, nj, box, rule, out, mult, mine, 0, a.nbins);
                     else
-                        tile_pairs<T, Box, Rule, Labels, Global, false, false, 1>(
+                        tile_pairs<T, Box, Rule, Labels, Global, false, false, false, 1>(
                             ai, ii, jt, jb, nj, box, rule, out, mult, mine, 0, a.nbins);
                 }
             }
@@ -721,17 +721,22 @@ struct Histogrammer::Impl {
             return;
         }
 
-        // launch shape. auto: 32-bit shared histograms when one window holds every bin, else
-        // packed 16-bit ones (a window twice as wide, one large block per multiprocessor) in
-        // up to kMaxSharedSweeps sweeps, else 64-bit global atomics (benchmarks/NOTES.md)
+        // launch shape. auto: 32-bit shared histograms while two blocks of them fit on a
+        // multiprocessor; else packed 16-bit ones (a window twice as wide, one block of
+        // kPackedThreads per multiprocessor) in up to kMaxSharedSweeps sweeps; else 64-bit
+        // global atomics. Measured on an H100 (benchmarks/NOTES.md, GPU item 12), no box:
+        // 32-bit 871 / 534 / 281 (two sweeps) bapps at 20k / 40k / 100k bins, packed 601 /
+        // 607 / 694; 10k bins 1029 against 608.
         const int cap = window_cap();
         int sweeps = (p.nbins + cap - 1) / cap;
         const int pcap = window_cap(true);
         const int psweeps = (p.nbins + pcap - 1) / pcap;
+        const std::size_t block32 = std::size_t(kThreads) * 16 + std::size_t(p.nbins) * 4 + 1024;
+        const bool two_blocks = 2 * block32 <= info.shared_per_multiprocessor;
         const bool packed = choice == KernelChoice::kPacked ||
-                            (choice == KernelChoice::kAuto && sweeps > 1 && psweeps <= kMaxSharedSweeps);
+                            (choice == KernelChoice::kAuto && !two_blocks && psweeps <= kMaxSharedSweeps);
         const bool global = choice == KernelChoice::kGlobal ||
-                            (choice == KernelChoice::kAuto && sweeps > 1 && psweeps > kMaxSharedSweeps);
+                            (choice == KernelChoice::kAuto && !two_blocks && psweeps > kMaxSharedSweeps);
         launch = LaunchInfo{};
         launch.threads = packed ? kPackedThreads : kThreads;
         if (global) {
