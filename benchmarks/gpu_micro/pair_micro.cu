@@ -7,13 +7,15 @@
 //   V3 plain   fast approximate sqrt, FMA contraction, float->int conversion + atomic
 //   V4 r2tab   bins from r^2 through a shared table of the first bin of each r^2 cell,
 //              one threshold compare (exact), + atomic
-// nvcc -O3 -arch=sm_90 --fmad=false pair_micro.cu -o pair_micro && ./pair_micro [nbins...]
+// nvcc -O3 -arch=sm_90 --fmad=false -I../../csrc/include pair_micro.cu -o pair_micro && ./pair_micro [nbins...]
 #include <cuda_runtime.h>
 #include <cstdio>
 #include <cstdlib>
 #include <cstdint>
 #include <cmath>
 #include <vector>
+
+#include "fastrdf/float_rule.cuh"  // -I csrc/include (run.sh)
 
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
   printf("CUDA %s at %d: %s\n", #x, __LINE__, cudaGetErrorString(e)); exit(1); } } while (0)
@@ -32,20 +34,12 @@ __device__ __forceinline__ int trunc_nn(float f) {
   return (t - 8388608.0f) > f ? k - 1 : k;
 }
 
-// V5: the same bins with the ftz reciprocal root, a clamp instead of a select, trunc by one
-// round-toward-zero addition, and the range predicate kept apart from the bin
+// V5: the production rule itself (fastrdf/float_rule.cuh): the same bins with the ftz
+// reciprocal root, a clamp instead of a select, trunc by one round-toward-zero addition, and
+// the range predicate kept apart from the bin
 __device__ __forceinline__ bool exact2(const Rule& ru, float r2, int& k) {
-  const bool in = (r2 >= ru.lo2) & (r2 <= ru.hi2);
-  const float x = fmaxf(r2, 0x1p-100f);
-  float y;
-  asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  float r = __fmul_rn(x, y);
-  const float h = __fmul_rn(y, 0.5f);
-  const float e = __fmaf_rn(-r, r, x);
-  r = __fmaf_rn(e, h, r);
-  const float f = __fmul_rn(__fadd_rn(r, -ru.rmin), ru.norm);
-  k = min(static_cast<int>(__float_as_uint(__fadd_rz(f, 8388608.0f)) - 0x4B000000u), ru.last);
-  return in;
+  const fastrdf::gpu::FloatRule rule{ru.lo2, ru.hi2, ru.rmin, ru.norm, ru.last};
+  return rule(r2, k);
 }
 
 __device__ __forceinline__ int exact_bin(const Rule& ru, float r2) {

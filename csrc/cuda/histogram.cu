@@ -29,6 +29,7 @@
 
 #include "fastrdf/cells.hpp"
 #include "fastrdf/cuda.hpp"
+#include "fastrdf/float_rule.cuh"
 #include "fastrdf/geometry.hpp"
 #include "fastrdf/kernel_api.hpp"
 
@@ -151,33 +152,7 @@ struct ExactRule {
     }
 };
 
-// The CPU kernel's float bins, branch-free. The range test is taken on r2 against limits the
-// host derived from the float bin function (r2 in range iff sqrtf(r2) is), and the IEEE square
-// root is written out as the compiler's own sequence for normal inputs (one MUFU.RSQ, two
-// multiplications, two FMAs: correctly rounded for r2 >= 2^-101), without its branch to the
-// slow path for tiny, huge and special inputs and without the rescaling of subnormal inputs
-// (ftz): r2 is raised to at least 2^-100 first, which cannot change a bin (an r2 below 2^-100
-// in range lies in bin 0 either way, as norm < 2^40 is checked on the host), and huge r2 are
-// out of range. The caller increments bin k only when the predicate is true, so no -1
-// sentinel and no second comparison are needed (benchmarks/NOTES.md, GPU item 10).
-struct FloatRule {
-    float lo2, hi2;  // r2 in range iff lo2 <= r2 <= hi2
-    float rmin, norm;
-    int last;        // nbins - 1
-    __device__ __forceinline__ bool operator()(float r2, int& k) const {
-        const bool in = (r2 >= lo2) & (r2 <= hi2);
-        const float x = fmaxf(r2, 0x1p-100f);
-        float y;
-        asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-        float r = __fmul_rn(x, y);
-        const float h = __fmul_rn(y, 0.5f);
-        const float e = __fmaf_rn(-r, r, x);
-        r = __fmaf_rn(e, h, r);
-        const float f = __fmul_rn(__fadd_rn(r, -rmin), norm);
-        k = min(trunc_nonneg(f), last);
-        return in;
-    }
-};
+// FloatRule, the default single-precision rule: fastrdf/float_rule.cuh.
 
 // The same bins in float without the IEEE square root. The host lists, for the float bin
 // function k(r2) = min(trunc((sqrt(r2) - rmin) * norm), nbins - 1) of the CPU kernel (which
@@ -246,7 +221,7 @@ __device__ __forceinline__ uint32_t shared_fetch_add(uint32_t addr, uint32_t v) 
 __device__ __forceinline__ void packed_inc(uint32_t base, uint32_t dummy, unsigned rel, bool take,
                                            unsigned long long* bin_total, unsigned mult) {
     const uint32_t inc = 1u + (rel & 1u) * 0xFFFFu;  // 1 or 0x10000
-    const uint32_t addr = take ? base + 2u * (rel & ~1u) : dummy;
+    const uint32_t addr = take ? base + 2u * (rel & ~1u) : dummy;  // word rel / 2
     const uint32_t old = shared_fetch_add(addr, inc);
     const uint32_t half_mask = inc * 0xFFFFu;        // 0x0000FFFF or 0xFFFF0000
     const bool full = take & (((old ^ 0x7FFF7FFFu) & half_mask) == 0u);  // was 0x7FFF
@@ -269,7 +244,13 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
                                            const Rule& rule, unsigned long long* out,
                                            unsigned mult, uint32_t* mine, int lo, int w,
                                            uint32_t dummy = 0u) {
-    const uint32_t base = Global ? 0u : static_cast<uint32_t>(__cvta_generic_to_shared(mine));
+    uint32_t base = Global ? 0u : static_cast<uint32_t>(__cvta_generic_to_shared(mine));
+    if (Packed) {
+        // opaque to the compiler: kept in registers rather than recomputed after each
+        // warp-uniform branch of packed_inc (S2R, MOV, LEA per pair otherwise)
+        asm volatile("" : "+r"(base));
+        asm volatile("" : "+r"(dummy));
+    }
     for (int k = 0; k < nj; ++k) {
         const float4 aj = jt[k];
 #pragma unroll
