@@ -8,5 +8,5 @@ nvcc -O3 -arch=sm_90 --fmad=false -I../../csrc/include -Xptxas -v pair_micro.cu 
 grep -E "registers|Compiling" "$OUT/ptxas.log" | paste - - | sed 's/ptxas info    ://g' | cut -c1-200 | head -20
 cuobjdump -sass /tmp/pair_micro > "$OUT/sass.txt" 2>&1
 # per kernel: instructions in the whole function, and the opcode histogram
-awk '/Function :/{f=$3} /^ +\/\*[0-9a-f]+\*\//{split($0,a,"*/"); op=a[2]; gsub(/^ +/,"",op); split(op,b," "); o=b[1]; if(o ~ /^@/) o=b[2]; sub(/\..*/,"",o); c[f" "o]++} END{for(k in c) print k, c[k]}' "$OUT/sass.txt" | sort > "$OUT/opcodes.txt"
+awk '/Function :/{f=$3} /^ +\/\*[0-9a-f]+\*\//{split($0,a,"[*]/"); op=a[2]; gsub(/^ +/,"",op); split(op,b," "); o=b[1]; if(o ~ /^@/) o=b[2]; sub(/\..*/,"",o); c[f" "o]++} END{for(k in c) print k, c[k]}' "$OUT/sass.txt" | sort > "$OUT/opcodes.txt"
 /tmp/pair_micro "$@" | tee "$OUT/micro.md"
