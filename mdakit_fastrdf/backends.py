@@ -346,7 +346,17 @@ def _die_with_parent():
 def _worker_main(conn, spec: WorkerSpec, payload: bytes, pin: bool, parent_pid: int):
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it stops us on Ctrl-C
     _die_with_parent()
-    if os.getppid() != parent_pid:  # the parent died before prctl
+    # The caller died before prctl? A forked or spawned worker is the caller's child; one
+    # from a fork server is the server's child (the server dies with the caller, and this
+    # worker with the server), so there ask whether the caller still exists.
+    if spec.start_method == "forkserver":
+        try:
+            os.kill(parent_pid, 0)
+        except ProcessLookupError:
+            os._exit(1)
+        except PermissionError:  # pragma: no cover - exists, owned by another user
+            pass
+    elif os.getppid() != parent_pid:
         os._exit(1)
     idx = None
     try:
@@ -366,7 +376,9 @@ def _worker_main(conn, spec: WorkerSpec, payload: bytes, pin: bool, parent_pid: 
             _, idx, computation = msg
             t0 = time.perf_counter()
             obj = func(computation)
-            conn.send(("done", idx, _PartResult(obj), time.perf_counter() - t0))
+            # the device the part really ran on (the engine's, once it has run a frame)
+            used = getattr(getattr(obj, "_engine", None), "device_used", None)
+            conn.send(("done", idx, _PartResult(obj), time.perf_counter() - t0, used))
             idx = None
     except (EOFError, BrokenPipeError, ConnectionResetError):
         return  # the parent has gone or closed our pipe
@@ -406,6 +418,7 @@ class _Worker:
     frames: int = 0
     busy_s: float = 0.0
     duplicates: int = 0
+    devices_used: set = field(default_factory=set)
 
     def rate(self):
         return self.frames / self.busy_s if self.busy_s > 0 else None
@@ -496,7 +509,8 @@ class NodeBackend(_OwnBackend):
     ends, Ctrl-C terminates all workers. Workers also die with the calling process.
 
     After a run, :attr:`last_run` describes the workers (pid, cpus, parts, frames, busy
-    seconds, duplicates) and the wall time.
+    seconds, duplicates, and ``devices_used``: the devices their engines really ran on,
+    e.g. ``['cuda:1']``) and the wall time.
 
     Examples
     --------
@@ -628,7 +642,9 @@ class NodeBackend(_OwnBackend):
                                 w.pid, w.cpus = msg[2]["pid"], msg[2]["cpus"]
                                 assign(w, now)
                             elif kind == "done":
-                                _, idx, res, secs = msg
+                                _, idx, res, secs, used = msg
+                                if used is not None:
+                                    w.devices_used.add(used)
                                 w.parts += 1
                                 w.frames += sizes[idx]
                                 w.busy_s += secs
@@ -667,7 +683,8 @@ class NodeBackend(_OwnBackend):
                     {"rank": w.spec.rank, "kind": w.spec.kind, "device": w.spec.device,
                      "n_threads": w.spec.n_threads, "start_method": w.spec.start_method,
                      "pid": w.pid, "cpus": w.cpus, "parts": w.parts, "frames": w.frames,
-                     "busy_s": w.busy_s, "duplicates": w.duplicates}
+                     "busy_s": w.busy_s, "duplicates": w.duplicates,
+                     "devices_used": sorted(w.devices_used)}
                     for w in workers],
             }
         return results

@@ -143,6 +143,9 @@ def test_gpu_standin_workers(adk, make):
     workers = backend.last_run["workers"]
     assert [w["device"] for w in workers] == ["cuda:0", "cuda:1"]
     assert {w["kind"] for w in workers} == {"gpu"}
+    # stand-ins: planned as GPU workers, their engines really ran on the CPU, and say so
+    assert all(w["devices_used"] in ([], ["cpu"]) for w in workers)
+    assert any(w["devices_used"] == ["cpu"] for w in workers)
     assert {w["start_method"] for w in workers} == {"spawn"}
     # a worker that was still starting when the other had done every part reports nothing
     started = [w for w in workers if w["pid"] is not None]
@@ -167,8 +170,30 @@ def test_node_backend_on_real_gpus(adk, make):
     workers = [w for w in backend.last_run["workers"] if w["kind"] == "gpu"]
     assert workers and all(w["start_method"] == "spawn" for w in workers)
     assert len({w["device"] for w in workers}) == len(workers)
+    # each GPU worker's engine really ran on the device it was planned for
+    for w in workers:
+        if w["parts"]:
+            assert w["devices_used"] == [w["device"]], w
+    for w in backend.last_run["workers"]:
+        if w["kind"] == "cpu" and w["parts"]:
+            assert w["devices_used"] == ["cpu"], w
     if getattr(par, "device", "auto") != "auto":  # device='cuda': GPU workers only
         assert len(workers) == len(backend.last_run["workers"])
+
+
+@pytest.mark.parametrize("which", ["cpu", "gpu-standin"])
+def test_forkserver_workers(adk, which):
+    """Workers started by a fork server (start_method / gpu_start_method='forkserver'): their
+    parent is the server, not the caller, and they run (they used to exit at start-up when
+    they found a parent other than the caller); identical counts."""
+    if which == "cpu":
+        backend = NodeBackend(cpu_workers=2, start_method="forkserver")
+    else:
+        backend = _standin_backend(gpu_start_method="forkserver")
+    ser = _interrdf(adk).run(step=3)
+    par = _interrdf(adk).run(step=3, backend=backend)
+    _assert_identical(par, ser)
+    assert {w["start_method"] for w in backend.last_run["workers"]} == {"forkserver"}
 
 
 def test_hybrid_standin_gpu_and_cpu_worker(adk):
@@ -260,11 +285,17 @@ def test_worker_exception_surfaces(adk, standin):
     assert all(w["pid"] is None or not _alive(w["pid"]) for w in backend.last_run["workers"])
 
 
-def test_killed_worker_ends_the_run(adk):
+@pytest.mark.parametrize("start", ["fork-cpu", "forkserver-cpu", "spawn-gpu-standin"])
+def test_killed_worker_ends_the_run(adk, start):
     """A worker killed with SIGKILL ends the run at once with WorkerDiedError (no hang, no
-    partial result) and the other workers are stopped."""
+    partial result) and the other workers are stopped: forked CPU workers, CPU workers from
+    a fork server, and spawned GPU workers (stand-ins, the start method of real GPU
+    workers)."""
     ow = adk.select_atoms("name OW")[:300]
-    backend = NodeBackend(cpu_workers=2, part_frames=1)
+    if start == "spawn-gpu-standin":
+        backend = _standin_backend(part_frames=1)
+    else:
+        backend = NodeBackend(cpu_workers=2, part_frames=1, start_method=start.split("-")[0])
     a = KillingRDF(ow, ow)
     t0 = time.perf_counter()
     with pytest.raises(WorkerDiedError, match=r"SIGKILL.*frames 4\.\.4"):
@@ -272,6 +303,7 @@ def test_killed_worker_ends_the_run(adk):
     assert time.perf_counter() - t0 < 30
     assert "count" not in a.results
     assert all(not _alive(w["pid"]) for w in backend.last_run["workers"] if w["pid"])
+    assert {w["start_method"] for w in backend.last_run["workers"]} == {start.split("-")[0]}
 
 
 def test_straggler_part_is_recomputed(mem_universe):
