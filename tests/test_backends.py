@@ -187,7 +187,7 @@ def test_forkserver_workers(adk, which):
     parent is the server, not the caller, and they run (they used to exit at start-up when
     they found a parent other than the caller); identical counts."""
     if which == "cpu":
-        backend = NodeBackend(cpu_workers=2, start_method="forkserver")
+        backend = NodeBackend(gpus=None, cpu_workers=2, start_method="forkserver")
     else:
         backend = _standin_backend(gpu_start_method="forkserver")
     ser = _interrdf(adk).run(step=3)
@@ -295,7 +295,8 @@ def test_killed_worker_ends_the_run(adk, start):
     if start == "spawn-gpu-standin":
         backend = _standin_backend(part_frames=1)
     else:
-        backend = NodeBackend(cpu_workers=2, part_frames=1, start_method=start.split("-")[0])
+        backend = NodeBackend(gpus=None, cpu_workers=2, part_frames=1,
+                              start_method=start.split("-")[0])
     a = KillingRDF(ow, ow)
     t0 = time.perf_counter()
     with pytest.raises(WorkerDiedError, match=r"SIGKILL.*frames 4\.\.4"):
