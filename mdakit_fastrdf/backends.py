@@ -473,11 +473,10 @@ class NodeBackend(_OwnBackend):
         ``device='cuda'``; ``False`` leaves the CPUs to the GPU workers. On a CPU-only node
         the CPU workers always run.
     part_frames : 'auto' or int, optional
-        Frames per part taken from the queue. ``'auto'``: eight parts per worker when GPU
-        and CPU workers run together, four otherwise. Smaller parts balance better; each
-        part costs one setup of the analysis in the worker and one extra frame read
-        (MDAnalysis rewinds the trajectory after a part). An explicit ``run(n_parts=...)``
-        wins.
+        Frames per part taken from the queue. ``'auto'``: eight parts per worker. Smaller
+        parts balance better; each part costs one message and one setup of the analysis in
+        the worker (no extra frame read: workers skip MDAnalysis's rewind at the end of a
+        part). An explicit ``run(n_parts=...)`` wins.
     start_method : {None, 'fork', 'spawn', 'forkserver'}, optional
         How CPU workers start (default ``'fork'`` on Linux: fast, and safe because the
         parent never initialises CUDA for this backend).
@@ -546,13 +545,12 @@ class NodeBackend(_OwnBackend):
 
     def parts_for(self, n_frames: int) -> int:
         """Parts to cut ``n_frames`` into: ``part_frames`` each, or (``'auto'``) eight per
-        worker when GPU workers run beside CPU workers (rates differ widely) and four per
-        worker otherwise (each part also re-reads one frame: MDAnalysis rewinds the
-        trajectory at the end of a part)."""
+        worker, so that a worker that runs faster (a GPU beside CPU workers, or a core that
+        shares less with its neighbours) takes more of them. A part costs a message and the
+        analysis's set-up, no extra frame read (workers do not rewind the trajectory)."""
         if self.part_frames != _AUTO:
             return max(1, math.ceil(n_frames / self.part_frames))
-        per_worker = 8 if len({s.kind for s in self.specs}) > 1 else 4
-        return max(1, min(n_frames, per_worker * self.n_workers))
+        return max(1, min(n_frames, 8 * self.n_workers))
 
     def describe(self, device="auto") -> str:
         """The plan as text, one worker per line."""
