@@ -254,8 +254,9 @@ def test_gpu_packed_counters_overflow(kernel):
     """Millions of pairs into the two halves of one packed word at once. Species 0 (6000
     atoms) and species 1 (2000 atoms) alternate between two points 0.7 A apart, so every
     block counts pairs into bin 0 (the low half of word 0) and bin 1 (its high half) at the
-    same time, with 1024 threads hammering those two counters; each passes 0x8000 hundreds
-    of times per block. The counts must be exact."""
+    same time, with 1024 threads hammering those two counters (a block of 2048 x 2048 pairs
+    puts about a million into each, so each passes 0x8000 some thirty times per block). The
+    counts must be exact."""
     na, nb = 6000, 2000
     coords = np.zeros((na + nb, 3), np.float32)
     coords[1:na:2, 0] = 0.7
