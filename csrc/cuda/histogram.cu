@@ -49,6 +49,12 @@ constexpr int kMaxSharedSweeps = 4;     // auto: more sweeps than this -> global
                                         // benchmarks/NOTES.md: 4 shared sweeps beat 64-bit atomics)
 constexpr int kPackedThreads = 1024;    // packed kernel: one block fills a multiprocessor
 constexpr uint32_t kPackedFlush = 0x8000u;  // a packed half is emptied into the totals here
+constexpr int kPackedDummies = 32;      // packed: one dummy word per lane after the counters
+
+// Shared words of a packed window of `window` bins: two counters per word, then the dummies.
+__host__ __device__ constexpr int packed_words(int window) {
+    return (window + 1) / 2 + kPackedDummies;
+}
 
 // CPUs this process may run on (its affinity mask), at most cap.
 std::size_t usable_cpus(std::size_t cap) {
@@ -297,7 +303,7 @@ __global__ void __launch_bounds__(Threads)
     // Packed: (window + 1) / 2 words of two counters, then one dummy word per lane
     const int half = (a.window + 1) / 2;
     uint32_t* mine = Packed ? hist : hist + ((threadIdx.x >> 5) % a.copies) * a.window;
-    const int words = Packed ? half + 32 : a.copies * a.window;
+    const int words = Packed ? packed_words(a.window) : a.copies * a.window;
     const uint32_t dummy =
         Packed ? static_cast<uint32_t>(__cvta_generic_to_shared(hist + half + (threadIdx.x & 31))) : 0u;
     if (!Global)
@@ -687,7 +693,7 @@ struct Histogrammer::Impl {
     int window_cap(bool packed = false) const {
         const long long threads = packed ? kPackedThreads : kThreads;
         long long cap = (static_cast<long long>(info.shared_per_block_optin) - threads * 16) / 4;
-        if (packed) cap = 2 * (cap - 32);  // two counters per word; a dummy word per lane
+        if (packed) cap = 2 * (cap - kPackedDummies);  // inverse of packed_words
         if (max_window_bins > 0) cap = std::min<long long>(cap, max_window_bins);
         return static_cast<int>(std::max<long long>(cap, 1));
     }
@@ -1037,7 +1043,7 @@ struct Histogrammer::Impl {
         const std::size_t smem =
             std::size_t(launch.threads) * sizeof(float4) +
             (global ? 0
-             : packed ? std::size_t((launch.window + 1) / 2 + 32) * 4
+             : packed ? std::size_t(packed_words(launch.window)) * 4
                       : std::size_t(launch.copies) * launch.window * 4);
         const dim3 grid(static_cast<unsigned>(n_tasks), static_cast<unsigned>(launch.sweeps));
         auto go = [&](auto kernel) {
