@@ -146,7 +146,7 @@ def section_kernel(rng, args, results):
                 t = time_frames(eng, a, args.repeat if n <= 1_000_000 else 1, out)
                 bapps = n * n / t / 1e9
                 launch = eng.last_launch
-                kern = f"{launch['kernel']}x{launch['sweeps']} {launch['rule']}"
+                kern = f"{launch['kernel']}x{launch['sweeps']} {launch['rule']} t{launch['threads']}"
                 frac = float(out.sum()) / float(n * n) / time_frames.frames
                 rows.append([box_name, f"{n:,}", f"{nbins:,}", "cuda", kern, f"{t:.3f}",
                              f"{bapps:.0f}", f"{frac:.2f}", f"{bapps / cpu_bapps:.0f}"])

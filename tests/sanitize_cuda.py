@@ -10,6 +10,7 @@ checks each result against the CPU kernel, so a run that the sanitizer slows dow
 proves something.
 """
 
+import os
 import sys
 
 import numpy as np
@@ -35,6 +36,18 @@ def main():
                     assert np.array_equal(out, 2 * ref), (
                         box_name, precision, labels, kernel, max_window, exact)
                     n_cases += 1
+                # 32-bit windows in blocks of 1024 threads (auto's choice for wide windows)
+                os.environ["FASTRDF_CUDA_BLOCK_THREADS"] = "1024"
+                try:
+                    problem = make_problem(rng, box_name, sizes=(1500, 700, 61), nbins=100,
+                                           labels=labels)
+                    ref, _ = histogram("cpu", problem, precision)
+                    out, eng = histogram("cuda", problem, precision, frames=2, kernel="shared")
+                finally:
+                    del os.environ["FASTRDF_CUDA_BLOCK_THREADS"]
+                assert eng.last_launch["threads"] == 1024
+                assert np.array_equal(out, 2 * ref), (box_name, precision, labels, "wide")
+                n_cases += 1
     # cell lists: shared and global kernels, periodic and not, labels, a flush of the block's
     # histogram (tiny system: forced by the problem's size limits only, so just the paths)
     for box_name in BOXES:

@@ -200,8 +200,10 @@ def test_gpu_double_matches_float64_brute_force(rng):
         ("shared", 1000, 97, ("shared", 11)),      # many sweeps over narrow windows
         ("shared", 5, 0, ("shared", 1)),           # few bins: many sub-histograms
         ("global", 1000, 0, ("global", 1)),
-        ("auto", 40_000, 0, ("packed", "any")),    # one 32-bit block per SM only: packed
-        ("auto", 100_000, 0, ("packed", "any")),   # (one sweep on Hopper)
+        ("auto", 10_000, 0, ("shared", 1)),        # five 32-bit blocks of 256 threads per SM
+        ("auto", 20_000, 0, ("shared", 1)),        # two per SM only: blocks of 1024 threads
+        ("auto", 40_000, 0, ("shared", 1)),        # one per SM: blocks of 1024 threads
+        ("auto", 100_000, 0, ("packed", "any")),   # wider: packed (one sweep on Hopper)
         ("auto", 400_000, 0, ("packed", "many")),  # ... in sweeps
         ("auto", 500_000, 0, ("global", 1)),       # much wider: 64-bit global atomics
         ("shared", 200_000, 0, ("shared", "many")),  # ... forced through 32-bit sweeps
@@ -221,6 +223,8 @@ def test_gpu_kernels_and_sweeps(rng, kernel, nbins, max_window, expect, precisio
     out, eng = histogram("cuda", problem, precision, kernel=kernel, max_window_bins=max_window)
     launch = eng.last_launch
     assert launch["kernel"] == expect[0]
+    if kernel == "auto" and launch["kernel"] == "shared":  # (Hopper's 228 kB per SM)
+        assert launch["threads"] == (256 if nbins <= 10_000 else 1024)
     if expect[1] == "many":
         assert launch["sweeps"] > 1
     elif expect[1] != "any":
@@ -245,6 +249,65 @@ def test_gpu_packed_matches_cpu(rng, box_name, precision, labels, max_window):
     assert eng.last_launch["sweeps"] == (1 if max_window == 0 else 4)
     assert out.sum() > 0
     np.testing.assert_array_equal(out, 2 * ref)
+
+
+@pytest.mark.parametrize("labels", [False, True], ids=["all", "labels"])
+@pytest.mark.parametrize("precision", ["single", "double"])
+@pytest.mark.parametrize("box_name", list(BOXES))
+@pytest.mark.parametrize("threads", ["256", "1024"])
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_block_threads_match_cpu(rng, monkeypatch, box_name, precision, labels, threads):
+    """32-bit shared windows in blocks of 256 or of 1024 threads (forced through
+    FASTRDF_CUDA_BLOCK_THREADS; auto takes 1024 for windows that leave room for one block per
+    multiprocessor): the CPU kernel's histogram bit for bit, on every box, with the triangle
+    and label exclusions."""
+    monkeypatch.setenv("FASTRDF_CUDA_BLOCK_THREADS", threads)
+    problem = make_problem(rng, box_name, nbins=3001, labels=labels)
+    ref, _ = histogram("cpu", problem, precision)
+    out, eng = histogram("cuda", problem, precision, frames=2, kernel="shared")
+    assert eng.last_launch["kernel"] == "shared"
+    assert eng.last_launch["threads"] == int(threads)
+    assert eng.last_launch["sweeps"] == 1
+    assert out.sum() > 0
+    np.testing.assert_array_equal(out, 2 * ref)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_large_problem_takes_wide_blocks(rng, monkeypatch):
+    """auto: a problem with pairs enough for many 2048 x 2048 tiles per multiprocessor runs in
+    one block of 1024 threads per multiprocessor, its shared memory filled with
+    sub-histograms; every one of its 4.9e9 pairs is counted once (all in range)."""
+    n = 70_000
+    coords = (rng.random((2 * n, 3)) * 50.0).astype(np.float32)
+    offsets = np.array([0, n, 2 * n], np.int64)
+    pairs = np.array([[0, 1]], np.int32)
+    edges = reference_edges(10_000, (0.0, 100.0))
+    out = np.zeros((1, 10_000), np.uint64)
+    eng = Engine("cuda", "single")
+    eng.accumulate(coords, offsets, pairs, edges, Box(NO_BOX), None, out)
+    eng.synchronize()
+    launch = eng.last_launch
+    assert (launch["kernel"], launch["threads"], launch["sweeps"]) == ("shared", 1024, 1)
+    assert launch["copies"] > 1
+    assert int(out.sum()) == n * n
+    # the same frame in blocks of 256 threads (a smaller problem's shape): the same counts
+    monkeypatch.setenv("FASTRDF_CUDA_BLOCK_THREADS", "256")
+    narrow = np.zeros_like(out)
+    eng256 = Engine("cuda", "single")
+    eng256.accumulate(coords, offsets, pairs, edges, Box(NO_BOX), None, narrow)
+    eng256.synchronize()
+    assert eng256.last_launch["threads"] == 256
+    np.testing.assert_array_equal(out, narrow)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_block_threads_bad_value(rng, monkeypatch):
+    monkeypatch.setenv("FASTRDF_CUDA_BLOCK_THREADS", "512")
+    with pytest.raises(ValueError, match="FASTRDF_CUDA_BLOCK_THREADS"):
+        histogram("cuda", make_problem(rng, "ortho", nbins=100), "single")
 
 
 @pytest.mark.parametrize("kernel", ["packed", "shared"])

@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -43,11 +44,12 @@ constexpr int kThreads = 256;           // threads per block
 #define FASTRDF_CUDA_ROWS 2
 #endif
 constexpr int kRows = FASTRDF_CUDA_ROWS;  // i atoms per thread (register blocking)
-constexpr int kMaxCopies = kThreads / 32;
 constexpr int kCopyBudgetWords = 12288; // sub-histograms up to 48 KB per block
 constexpr int kMaxSharedSweeps = 4;     // auto: more sweeps than this -> global kernel (measured,
                                         // benchmarks/NOTES.md: 4 shared sweeps beat 64-bit atomics)
-constexpr int kPackedThreads = 1024;    // packed kernel: one block fills a multiprocessor
+constexpr int kWideThreads = 1024;      // blocks of the packed kernel and of 32-bit windows that
+                                        // leave room for one block per multiprocessor: 32 warps
+constexpr int kPackedThreads = kWideThreads;
 constexpr uint32_t kPackedFlush = 0x8000u;  // a packed half is emptied into the totals here
 constexpr int kPackedDummies = 32;      // packed: one dummy word per lane after the counters
 
@@ -285,8 +287,9 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
     }
 }
 
-// Threads: block size (kThreads; kPackedThreads for the packed kernel, whose histogram fills
-// the multiprocessor's shared memory, so that one block still keeps 32 warps busy).
+// Threads: block size (kThreads; kWideThreads for the packed kernel and for 32-bit windows
+// too wide for two blocks of kThreads per multiprocessor, so that one block still keeps 32
+// warps busy).
 template <typename T, class Box, class Rule, bool Labels, bool Global, bool Windowed,
           bool Packed = false, int Threads = kThreads>
 __global__ void __launch_bounds__(Threads)
@@ -343,7 +346,7 @@ __global__ void __launch_bounds__(Threads)
         }
     } else if (!Global) {
         __syncthreads();
-        for (int k = threadIdx.x; k < w; k += kThreads) {
+        for (int k = threadIdx.x; k < w; k += Threads) {
             unsigned long long s = 0;
             for (int c = 0; c < a.copies; ++c) s += hist[c * a.window + k];
             if (s) atomicAdd(out + lo + k, s * mult);
@@ -623,6 +626,7 @@ struct Histogrammer::Impl {
     int device = 0;
     KernelChoice choice = KernelChoice::kAuto;
     int max_window_bins = 0;
+    int forced_threads = 0;  // FASTRDF_CUDA_BLOCK_THREADS: 0 (auto), kThreads or kWideThreads
     bool exact_only = true;  // never use FastRule (the default: it measured slower)
     DeviceInfo info;
     cudaStream_t compute = nullptr, copy = nullptr;
@@ -668,6 +672,14 @@ struct Histogrammer::Impl {
                                         " does not exist (this machine has " + std::to_string(n) + ")");
         check(cudaSetDevice(device), "cudaSetDevice");
         info = device_info(device);
+        if (const char* env = std::getenv("FASTRDF_CUDA_BLOCK_THREADS")) {
+            const std::string v(env);
+            if (v == "256") forced_threads = kThreads;
+            else if (v == "1024") forced_threads = kWideThreads;
+            else if (!v.empty() && v != "auto")
+                throw std::invalid_argument("FASTRDF_CUDA_BLOCK_THREADS: '" + v +
+                                            "' is not one of 256, 1024, auto (unset it for auto)");
+        }
         check(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking), "cudaStreamCreate");
         check(cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking), "cudaStreamCreate");
         for (int s = 0; s < 2; ++s) {
@@ -688,14 +700,27 @@ struct Histogrammer::Impl {
         if (copy) cudaStreamDestroy(copy);
     }
 
-    // Largest window of bins one block can hold in shared memory: 32-bit counters with
-    // kThreads per block, or (packed) two 16-bit counters per word with kPackedThreads.
-    int window_cap(bool packed = false) const {
-        const long long threads = packed ? kPackedThreads : kThreads;
-        long long cap = (static_cast<long long>(info.shared_per_block_optin) - threads * 16) / 4;
+    // Largest window of bins one block of `threads` can hold in shared memory: 32-bit
+    // counters, or (packed) two 16-bit counters per word.
+    int window_cap(int threads, bool packed = false) const {
+        long long cap = (static_cast<long long>(info.shared_per_block_optin) - threads * 16LL) / 4;
         if (packed) cap = 2 * (cap - kPackedDummies);  // inverse of packed_words
         if (max_window_bins > 0) cap = std::min<long long>(cap, max_window_bins);
         return static_cast<int>(std::max<long long>(cap, 1));
+    }
+
+    // Sub-histograms per block of `threads` for a 32-bit window: up to one per warp, within
+    // kCopyBudgetWords (blocks of kThreads) or the block's shared memory (kWideThreads: one
+    // block per multiprocessor, which measured faster than two, benchmarks/NOTES.md item 13).
+    int window_copies(int window, int threads) const {
+        const int budget = threads == kWideThreads
+                               ? static_cast<int>((info.shared_per_block_optin - threads * 16) / 4)
+                               : kCopyBudgetWords;
+        int copies = std::clamp(budget / window, 1, threads / 32);
+        while (copies > 1 && static_cast<std::size_t>(copies) * window * 4 + threads * 16 >
+                                 info.shared_per_block_optin)
+            --copies;
+        return copies;
     }
 
     void plan(const FrameProblem& p) {
@@ -708,47 +733,7 @@ struct Histogrammer::Impl {
             return;
         }
 
-        // launch shape. auto: 32-bit shared histograms while two blocks of them fit on a
-        // multiprocessor; else packed 16-bit ones (a window twice as wide, one block of
-        // kPackedThreads per multiprocessor) in up to kMaxSharedSweeps sweeps; else 64-bit
-        // global atomics. Measured on an H100 (benchmarks/NOTES.md, GPU item 12), no box:
-        // 32-bit 871 / 534 / 281 (two sweeps) bapps at 20k / 40k / 100k bins, packed 601 /
-        // 607 / 694; 10k bins 1029 against 608.
-        const int cap = window_cap();
-        int sweeps = (p.nbins + cap - 1) / cap;
-        const int pcap = window_cap(true);
-        const int psweeps = (p.nbins + pcap - 1) / pcap;
-        const std::size_t block32 = std::size_t(kThreads) * 16 + std::size_t(p.nbins) * 4 + 1024;
-        const bool two_blocks = 2 * block32 <= info.shared_per_multiprocessor;
-        const bool packed = choice == KernelChoice::kPacked ||
-                            (choice == KernelChoice::kAuto && !two_blocks && psweeps <= kMaxSharedSweeps);
-        const bool global = choice == KernelChoice::kGlobal ||
-                            (choice == KernelChoice::kAuto && !two_blocks && psweeps > kMaxSharedSweeps);
-        launch = LaunchInfo{};
-        launch.threads = packed ? kPackedThreads : kThreads;
-        if (global) {
-            launch.kernel = "global";
-            launch.sweeps = 1;
-            launch.window = p.nbins;
-            launch.copies = 0;
-        } else if (packed) {
-            launch.kernel = "packed";
-            launch.sweeps = psweeps;
-            launch.window = (p.nbins + psweeps - 1) / psweeps;
-            launch.copies = 1;
-        } else {
-            launch.kernel = "shared";
-            launch.sweeps = sweeps;
-            launch.window = (p.nbins + sweeps - 1) / sweeps;
-            launch.copies = std::clamp(kCopyBudgetWords / launch.window, 1, kMaxCopies);
-            while (launch.copies > 1 &&
-                   static_cast<std::size_t>(launch.copies) * launch.window * 4 + kThreads * 16 >
-                       info.shared_per_block_optin)
-                --launch.copies;
-        }
-
-        // tasks: i tiles of threads * kRows atoms, j ranges long enough to amortise a block's set-up
-        // and short enough to give every multiprocessor many blocks
+        // pairs of this problem (to size the blocks and the tasks)
         double total = 0;
         for (int q = 0; q < p.n_pairs; ++q) {
             const int a = p.pairs[2 * q], b = p.pairs[2 * q + 1];
@@ -756,9 +741,69 @@ struct Histogrammer::Impl {
             const double nb = double(p.offsets[b + 1] - p.offsets[b]);
             total += a == b ? na * (na - 1) / 2 : na * nb;
         }
+        // launch shape. auto: 32-bit shared histograms while two blocks of kThreads fit on a
+        // multiprocessor or one window of kWideThreads holds every bin (~54k bins on Hopper;
+        // block size below); else packed 16-bit ones (a window twice as wide, kWideThreads) in up to kMaxSharedSweeps sweeps;
+        // else 64-bit global atomics. Measured on an H100 (benchmarks/NOTES.md, GPU items 12
+        // and 13), no box, bapps at 10k / 20k / 40k / 100k bins: 32-bit in blocks of kThreads
+        // 1023 / 873 / 534 / 281 (two sweeps); in one block of kWideThreads per
+        // multiprocessor 1058 / 1060 / 1060 / -; packed 608 / 601 / 660 / 753.
+        const int cap = window_cap(kThreads);
+        const int sweeps = (p.nbins + cap - 1) / cap;
+        const int wide_cap = window_cap(kWideThreads);
+        const int pcap = window_cap(kPackedThreads, true);
+        const int psweeps = (p.nbins + pcap - 1) / pcap;
+        const std::size_t block32 = std::size_t(kThreads) * 16 + std::size_t(p.nbins) * 4 + 1024;
+        const std::size_t blocks32 = info.shared_per_multiprocessor / block32;  // of kThreads
+        const bool two_blocks = blocks32 >= 2;
+        const bool wide_fits = p.nbins <= wide_cap;
+        const bool auto_ = choice == KernelChoice::kAuto;
+        const bool packed = choice == KernelChoice::kPacked ||
+                            (auto_ && !two_blocks && !wide_fits && psweeps <= kMaxSharedSweeps);
+        const bool global = choice == KernelChoice::kGlobal ||
+                            (auto_ && !two_blocks && !wide_fits && psweeps > kMaxSharedSweeps);
+        launch = LaunchInfo{};
+        if (global) {
+            launch.kernel = "global";
+            launch.threads = kThreads;
+            launch.sweeps = 1;
+            launch.window = p.nbins;
+            launch.copies = 0;
+        } else if (packed) {
+            launch.kernel = "packed";
+            launch.threads = kPackedThreads;
+            launch.sweeps = psweeps;
+            launch.window = (p.nbins + psweeps - 1) / psweeps;
+            launch.copies = 1;
+        } else {
+            launch.kernel = "shared";
+            // One block of kWideThreads per multiprocessor, its shared memory filled with
+            // sub-histograms (window_copies), when the window fits and either at most two
+            // blocks of kThreads (16 warps) would fit or the problem has pairs enough for
+            // many of its larger tiles (>= 8 per multiprocessor; smaller problems keep
+            // kThreads, whose tiles spread over more multiprocessors). H100, 1M x 1M, bapps
+            // kThreads -> kWideThreads: no box 1009 / 1023 / 873 / 660 (packed) -> 1058 /
+            // 1058 / 1060 / 1060 at 1k / 10k / 20k / 40k bins; orthorhombic 668 -> 692,
+            // triclinic 419 -> 433 at 10k. The environment variable FASTRDF_CUDA_BLOCK_THREADS
+            // (256 or 1024) forces a block size for one-sweep windows, to measure the choice
+            // (benchmarks/NOTES.md, GPU item 13).
+            const double wide_tile = double(kWideThreads) * kRows * kWideThreads * kRows;
+            const bool many_pairs = total >= 8.0 * info.multiprocessors * wide_tile;
+            int threads =
+                (sweeps == 1 && wide_fits && (blocks32 <= 2 || many_pairs)) ? kWideThreads : kThreads;
+            if (sweeps == 1 && forced_threads > 0 && p.nbins <= window_cap(forced_threads))
+                threads = forced_threads;
+            launch.threads = threads;
+            launch.sweeps = threads == kThreads ? sweeps : 1;
+            launch.window = (p.nbins + launch.sweeps - 1) / launch.sweeps;
+            launch.copies = window_copies(launch.window, threads);
+        }
+
+        // tasks: i tiles of threads * kRows atoms, j ranges long enough to amortise a block's set-up
+        // and short enough to give every multiprocessor many blocks
         const int threads = launch.threads;
         const int tile_i = threads * kRows;
-        const double target_blocks = (packed ? 4.0 : 16.0) * info.multiprocessors;
+        const double target_blocks = 16.0 * info.multiprocessors * kThreads / threads;
         const long long max_tj = (1LL << 31) / tile_i;  // < 2^32 pairs per task: no uint32 wrap
         long long tj = static_cast<long long>(total / (tile_i * target_blocks));
         tj = std::clamp<long long>((tj + threads - 1) / threads * threads, 2 * threads,
@@ -1069,6 +1114,10 @@ struct Histogrammer::Impl {
         } else if (launch.sweeps > 1) {
             if (labels) go(histogram_kernel<T, Box, Rule, true, false, true>);
             else go(histogram_kernel<T, Box, Rule, false, false, true>);
+        } else if (launch.threads == kWideThreads) {
+            constexpr int W = kWideThreads;
+            if (labels) go(histogram_kernel<T, Box, Rule, true, false, false, false, W>);
+            else go(histogram_kernel<T, Box, Rule, false, false, false, false, W>);
         } else {
             if (labels) go(histogram_kernel<T, Box, Rule, true, false, false>);
             else go(histogram_kernel<T, Box, Rule, false, false, false>);
