@@ -311,8 +311,11 @@ class Engine:
         histograms of two 16-bit counters per word (twice as many bins per sweep; a counter
         is emptied into the 64-bit totals whenever it reaches 32768), or 64-bit atomics in
         device memory; ``'auto'`` chooses from the device's shared memory: ``'shared'`` while
-        two blocks of 32-bit histograms fit on a multiprocessor (up to ~28k bins on Hopper),
-        else ``'packed'`` in up to 4 sweeps (~430k bins), else ``'global'``.
+        one window of 32-bit histograms holds every bin (up to ~54k bins on Hopper), else
+        ``'packed'`` in up to 4 sweeps (~430k bins), else ``'global'``. The block size of
+        ``'shared'`` (256 or 1024 threads) follows the histogram's width and the frame's
+        pair count; the environment variable ``FASTRDF_CUDA_BLOCK_THREADS`` (``'256'`` or
+        ``'1024'``) forces it, to measure the choice.
         The cell-list kernels take ``'shared'`` or ``'global'`` (``'packed'`` counts as
         ``'shared'`` there). Every kernel gives the same histogram.
     max_window_bins : int
