@@ -1245,24 +1245,36 @@ struct Histogrammer::Impl {
         if (use_cells) {
             CellKernelArgs ca{};
             sort_into_cells(p, cplan, a.atoms, static_cast<int>(n), ca);
+            // (the float rules only for T = float: no double kernels with them are compiled)
             if (n_cell_tasks > 0) {
-                if (std::is_same<T, float>::value && float_ok) {
-                    const FloatRule rule = float_rule;
-                    with_box<T>(p, dev_images, [&](const auto& box) { launch_cells<T>(ca, box, rule, labels); });
-                } else {
+                bool launched = false;
+                if constexpr (std::is_same<T, float>::value) {
+                    if (float_ok) {
+                        const FloatRule rule = float_rule;
+                        with_box<T>(p, dev_images, [&](const auto& box) { launch_cells<T>(ca, box, rule, labels); });
+                        launched = true;
+                    }
+                }
+                if (!launched) {
                     const ExactRule<T> rule{bin};
                     with_box<T>(p, dev_images, [&](const auto& box) { launch_cells<T>(ca, box, rule, labels); });
                 }
             }
         } else if (n_tasks > 0) {
-            if (std::is_same<T, float>::value && use_fast_rule()) {
-                launch.rule = "fast";
-                const FastRule rule = fast_rule;
-                with_box<T>(p, dev_images, [&](const auto& box) { launch_box<T>(a, box, rule, labels); });
-            } else if (std::is_same<T, float>::value && float_ok) {
-                const FloatRule rule = float_rule;
-                with_box<T>(p, dev_images, [&](const auto& box) { launch_box<T>(a, box, rule, labels); });
-            } else {
+            bool launched = false;
+            if constexpr (std::is_same<T, float>::value) {
+                if (use_fast_rule()) {
+                    launch.rule = "fast";
+                    const FastRule rule = fast_rule;
+                    with_box<T>(p, dev_images, [&](const auto& box) { launch_box<T>(a, box, rule, labels); });
+                    launched = true;
+                } else if (float_ok) {
+                    const FloatRule rule = float_rule;
+                    with_box<T>(p, dev_images, [&](const auto& box) { launch_box<T>(a, box, rule, labels); });
+                    launched = true;
+                }
+            }
+            if (!launched) {
                 const ExactRule<T> rule{bin};
                 with_box<T>(p, dev_images, [&](const auto& box) { launch_box<T>(a, box, rule, labels); });
             }
