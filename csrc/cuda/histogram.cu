@@ -799,13 +799,17 @@ struct Histogrammer::Impl {
             launch.copies = window_copies(launch.window, threads);
         }
 
-        // tasks: i tiles of threads * kRows atoms, j ranges long enough to amortise a block's set-up
-        // and short enough to give every multiprocessor many blocks
+        // tasks: i tiles of threads * kRows atoms, j ranges long enough to amortise a block's
+        // set-up (at least 256 pairs per bin of its window, which it zeroes and adds to the
+        // totals) and short enough to give every multiprocessor many blocks (16: the last
+        // wave's idle tail stays small)
         const int threads = launch.threads;
         const int tile_i = threads * kRows;
-        const double target_blocks = 16.0 * info.multiprocessors * kThreads / threads;
+        const double target_blocks = 16.0 * info.multiprocessors;
         const long long max_tj = (1LL << 31) / tile_i;  // < 2^32 pairs per task: no uint32 wrap
         long long tj = static_cast<long long>(total / (tile_i * target_blocks));
+        const long long flushed = launch.kernel == "global" ? 0 : launch.window;
+        tj = std::max<long long>(tj, (256LL * flushed + tile_i - 1) / tile_i);
         tj = std::clamp<long long>((tj + threads - 1) / threads * threads, 2 * threads,
                                    max_tj / threads * threads);
         std::vector<Task> tasks;
@@ -816,8 +820,11 @@ struct Histogrammer::Impl {
             for (int64_t i0 = a0; i0 < a1; i0 += tile_i) {
                 const int64_t i1 = std::min<int64_t>(i0 + tile_i, a1);
                 const int64_t js = a == b ? i0 : b0;
-                for (int64_t j0 = js; j0 < b1; j0 += tj) {
-                    const int64_t j1 = std::min<int64_t>(j0 + tj, b1);
+                // ranges of equal length (<= tj), not tj and a short remainder
+                const int64_t parts = std::max<int64_t>((b1 - js + tj - 1) / tj, 1);
+                const int64_t step = ((b1 - js + parts - 1) / parts + threads - 1) / threads * threads;
+                for (int64_t j0 = js; j0 < b1; j0 += step) {
+                    const int64_t j1 = std::min<int64_t>(j0 + step, b1);
                     int flags = 0;
                     if (a == b) flags = kTwice | (j0 < i1 ? kTriangle : 0);
                     if (a == b && j1 <= i0 + 1) continue;  // no j > i in range
