@@ -1012,6 +1012,28 @@ struct Histogrammer::Impl {
 
     bool use_fast_rule() const { return fast_ok && !exact_only; }
 
+    // Calls f(rule) with this frame's bin rule and returns its name: for T = float the
+    // approximate-root FastRule (AllowFast, exact_sqrt=False) or the branch-free FloatRule
+    // when the host could derive its limits, else ExactRule<T>. The float rules exist only
+    // for T = float, so no double kernel is compiled with them.
+    template <typename T, bool AllowFast, class F>
+    const char* with_rule(const Binning<T>& bin, F&& f) const {
+        if constexpr (std::is_same<T, float>::value) {
+            if constexpr (AllowFast) {
+                if (use_fast_rule()) {
+                    f(fast_rule);
+                    return "fast";
+                }
+            }
+            if (float_ok) {
+                f(float_rule);
+                return "exact";
+            }
+        }
+        f(ExactRule<T>{bin});
+        return "exact";
+    }
+
     void build_fast_rule(const FrameProblem& p) {
         const Binning<float> bin = make_binning<float>(p, edges_f.data());
         const int nb = p.nbins;
@@ -1252,39 +1274,14 @@ struct Histogrammer::Impl {
         if (use_cells) {
             CellKernelArgs ca{};
             sort_into_cells(p, cplan, a.atoms, static_cast<int>(n), ca);
-            // (the float rules only for T = float: no double kernels with them are compiled)
-            if (n_cell_tasks > 0) {
-                bool launched = false;
-                if constexpr (std::is_same<T, float>::value) {
-                    if (float_ok) {
-                        const FloatRule rule = float_rule;
-                        with_box<T>(p, dev_images, [&](const auto& box) { launch_cells<T>(ca, box, rule, labels); });
-                        launched = true;
-                    }
-                }
-                if (!launched) {
-                    const ExactRule<T> rule{bin};
+            if (n_cell_tasks > 0)
+                with_rule<T, false>(bin, [&](const auto& rule) {
                     with_box<T>(p, dev_images, [&](const auto& box) { launch_cells<T>(ca, box, rule, labels); });
-                }
-            }
+                });
         } else if (n_tasks > 0) {
-            bool launched = false;
-            if constexpr (std::is_same<T, float>::value) {
-                if (use_fast_rule()) {
-                    launch.rule = "fast";
-                    const FastRule rule = fast_rule;
-                    with_box<T>(p, dev_images, [&](const auto& box) { launch_box<T>(a, box, rule, labels); });
-                    launched = true;
-                } else if (float_ok) {
-                    const FloatRule rule = float_rule;
-                    with_box<T>(p, dev_images, [&](const auto& box) { launch_box<T>(a, box, rule, labels); });
-                    launched = true;
-                }
-            }
-            if (!launched) {
-                const ExactRule<T> rule{bin};
+            launch.rule = with_rule<T, true>(bin, [&](const auto& rule) {
                 with_box<T>(p, dev_images, [&](const auto& box) { launch_box<T>(a, box, rule, labels); });
-            }
+            });
         }
         check(cudaEventRecord(kernel_done[s], compute), "cudaEventRecord");
         pending = true;
