@@ -181,6 +181,36 @@ def _sum_items(values):
     return np.sum(values, axis=0)
 
 
+_private_lock_pid = None
+
+
+def _private_progress_lock():
+    """Give this worker process progress-bar locks of its own (once per process).
+
+    tqdm, under MDAnalysis's ``ProgressBar``, guards its bars with a lock holding a
+    multiprocessing semaphore that is created once and inherited by forked processes, and
+    every part a worker computes creates and closes a bar (hidden or not). A worker killed
+    inside that short critical section (by the node backend when it stops a straggler's
+    duplicate or the other workers of a failed run, by the OOM killer, by a user) would
+    leave the semaphore taken for ever, and the next progress bar of the process that
+    called ``run()`` would wait on it for ever. A worker therefore never touches the shared
+    one; its own bars do not need to be coordinated with other processes.
+    """
+    global _private_lock_pid
+    pid = os.getpid()
+    if _private_lock_pid == pid:
+        return
+    import threading
+
+    from MDAnalysis.lib.log import ProgressBar
+    from tqdm import tqdm
+
+    lock = threading.RLock()
+    tqdm.set_lock(lock)
+    ProgressBar.set_lock(lock)
+    _private_lock_pid = pid
+
+
 class _WorkerFrames:
     """The frames of one part, read in order without MDAnalysis's closing rewind.
 
@@ -298,6 +328,8 @@ class RDFBase(ParallelAnalysisMixin, AnalysisBase):
             self._sliced_trajectory = _WorkerFrames(self._trajectory, slicer)
 
     def _compute(self, indexed_frames, verbose=None, *, progressbar_kwargs=None):
+        if os.getpid() != getattr(self, "_run_pid", os.getpid()):
+            _private_progress_lock()  # a worker process: see the function
         # With blocks: the block of each frame of this worker, from the frame's index in the
         # whole run (the first column of indexed_frames), whatever the split.
         plan = getattr(self, "_block_plan", None)

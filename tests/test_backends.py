@@ -258,6 +258,18 @@ class KillingRDF(InterRDF):
         super()._single_frame()
 
 
+class KilledInProgressLockRDF(InterRDF):
+    """In a backend worker, takes the progress bars' lock and is killed holding it."""
+
+    def _single_frame(self):
+        if worker_placement() is not None:
+            from MDAnalysis.lib.log import ProgressBar
+
+            ProgressBar.get_lock().acquire()
+            os.kill(os.getpid(), signal.SIGKILL)
+        super()._single_frame()
+
+
 class SlowFirstWorkerRDF(InterRDF):
     """Worker rank 0 takes 2 s per frame: a straggler for the duplication rule."""
 
@@ -305,6 +317,25 @@ def test_killed_worker_ends_the_run(adk, start):
     assert "count" not in a.results
     assert all(not _alive(w["pid"]) for w in backend.last_run["workers"] if w["pid"])
     assert {w["start_method"] for w in backend.last_run["workers"]} == {start.split("-")[0]}
+
+
+def test_worker_killed_holding_the_progress_lock(adk):
+    """A worker killed while it holds the progress bars' lock (which tqdm keeps in a
+    multiprocessing semaphore that forked processes share) must not leave the caller's
+    next progress bar waiting for ever: each worker takes a lock of its own. The caller's
+    lock exists before the workers start (its own earlier bars), as in a real session."""
+    from MDAnalysis.lib.log import ProgressBar
+
+    ow = adk.select_atoms("name OW")[:200]
+    InterRDF(ow, ow).run(stop=1)  # the caller's bars and their lock exist before the fork
+    backend = NodeBackend(gpus=None, cpu_workers=2, part_frames=1, start_method="fork")
+    with pytest.raises(WorkerDiedError):
+        KilledInProgressLockRDF(ow, ow).run(stop=4, backend=backend)
+    lock = ProgressBar.get_lock()
+    for part in getattr(lock, "locks", [lock]):  # tqdm's lock: a process and a thread lock
+        assert part.acquire(timeout=10), "the progress bars' lock was left taken by a dead worker"
+        part.release()
+    InterRDF(ow, ow).run(stop=1)  # and a bar can be made again
 
 
 def test_straggler_part_is_recomputed(mem_universe):
