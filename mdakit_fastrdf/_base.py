@@ -18,7 +18,7 @@ import numpy as np
 from MDAnalysis.analysis.base import AnalysisBase
 from MDAnalysis.analysis.results import Results, ResultsGroup
 
-from .backends import ParallelAnalysisMixin
+from .backends import ParallelAnalysisMixin, _private_progress_lock
 
 from ._engine import (
     MAX_BINS,
@@ -179,36 +179,6 @@ def _sum_items(values):
     if isinstance(values[0], list):
         return [np.sum(arrays, axis=0) for arrays in zip(*values)]
     return np.sum(values, axis=0)
-
-
-_private_lock_pid = None
-
-
-def _private_progress_lock():
-    """Give this worker process progress-bar locks of its own (once per process).
-
-    tqdm, under MDAnalysis's ``ProgressBar``, guards its bars with a lock holding a
-    multiprocessing semaphore that is created once and inherited by forked processes, and
-    every part a worker computes creates and closes a bar (hidden or not). A worker killed
-    inside that short critical section (by the node backend when it stops a straggler's
-    duplicate or the other workers of a failed run, by the OOM killer, by a user) would
-    leave the semaphore taken for ever, and the next progress bar of the process that
-    called ``run()`` would wait on it for ever. A worker therefore never touches the shared
-    one; its own bars do not need to be coordinated with other processes.
-    """
-    global _private_lock_pid
-    pid = os.getpid()
-    if _private_lock_pid == pid:
-        return
-    import threading
-
-    from MDAnalysis.lib.log import ProgressBar
-    from tqdm import tqdm
-
-    lock = threading.RLock()
-    tqdm.set_lock(lock)
-    ProgressBar.set_lock(lock)
-    _private_lock_pid = pid
 
 
 class _WorkerFrames:

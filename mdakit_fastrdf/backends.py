@@ -343,6 +343,41 @@ def _die_with_parent():
         pass
 
 
+_private_lock_pid = None
+
+
+def _private_progress_lock():
+    """Give this worker process progress-bar locks of its own (once per process).
+
+    tqdm, under MDAnalysis's ``ProgressBar``, guards its bars with a lock holding a
+    multiprocessing semaphore that is created once and inherited by forked processes, and
+    every part a worker computes creates and closes a bar (hidden or not). A worker killed
+    inside that short critical section (by the node backend when it stops a straggler's
+    duplicate or the other workers of a failed run, by the OOM killer, by a user) would
+    leave the semaphore taken for ever, and the next progress bar of the process that
+    called ``run()`` would wait on it for ever. A worker therefore never touches the shared
+    one; its own bars do not need to be coordinated with other processes.
+    """
+    global _private_lock_pid
+    pid = os.getpid()
+    if _private_lock_pid == pid:
+        return
+    from MDAnalysis.lib.log import ProgressBar
+    from tqdm import tqdm
+
+    lock = threading.RLock()
+    tqdm.set_lock(lock)
+    ProgressBar.set_lock(lock)
+    # any other bar class that made a lock of its own before the fork (tqdm.auto, ...)
+    todo = list(tqdm.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if "_lock" in vars(cls):
+            cls.set_lock(lock)
+    _private_lock_pid = pid
+
+
 def _worker_main(conn, spec: WorkerSpec, payload: bytes, pin: bool, parent_pid: int):
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it stops us on Ctrl-C
     _die_with_parent()
@@ -365,6 +400,7 @@ def _worker_main(conn, spec: WorkerSpec, payload: bytes, pin: bool, parent_pid: 
         set_worker_placement(WorkerPlacement(
             device=spec.engine_device, n_threads=spec.n_threads, rank=spec.rank,
             kind=spec.kind, bound_device=spec.device))
+        _private_progress_lock()
         func = pickle.loads(payload)
         del payload
         cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []

@@ -31,6 +31,15 @@ from mdakit_fastrdf._engine import (
 )
 
 HAVE_CUDA_BUILD = _cuda_module() is not None
+
+
+def hopper():
+    """GPU 0 is a Hopper (sm_90): the launch shapes `auto` picks by shared memory and
+    multiprocessor count are asserted for it; on other GPUs only the counts are checked."""
+    from mdakit_fastrdf import cuda_devices
+
+    devices = cuda_devices()
+    return bool(devices) and devices[0]["compute_capability"][0] == 9
 gpu = [pytest.mark.gpu, requires_gpu]
 
 
@@ -221,15 +230,17 @@ def test_gpu_kernels_and_sweeps(rng, kernel, nbins, max_window, expect, precisio
                            nbins=nbins, labels=True)
     ref, _ = histogram("cpu", problem, precision)
     out, eng = histogram("cuda", problem, precision, kernel=kernel, max_window_bins=max_window)
+    np.testing.assert_array_equal(out, ref)
     launch = eng.last_launch
+    if kernel == "auto" and not hopper():
+        return  # auto's shapes below are those of Hopper's shared memory (228 kB per SM)
     assert launch["kernel"] == expect[0]
-    if kernel == "auto" and launch["kernel"] == "shared":  # (Hopper's 228 kB per SM)
+    if kernel == "auto" and launch["kernel"] == "shared":
         assert launch["threads"] == (256 if nbins <= 10_000 else 1024)
     if expect[1] == "many":
         assert launch["sweeps"] > 1
     elif expect[1] != "any":
         assert launch["sweeps"] == expect[1]
-    np.testing.assert_array_equal(out, ref)
 
 
 @pytest.mark.parametrize("labels", [False, True], ids=["all", "labels"])
@@ -288,10 +299,11 @@ def test_gpu_large_problem_takes_wide_blocks(rng, monkeypatch):
     eng = Engine("cuda", "single")
     eng.accumulate(coords, offsets, pairs, edges, Box(NO_BOX), None, out)
     eng.synchronize()
-    launch = eng.last_launch
-    assert (launch["kernel"], launch["threads"], launch["sweeps"]) == ("shared", 1024, 1)
-    assert launch["copies"] > 1
     assert int(out.sum()) == n * n
+    launch = eng.last_launch
+    if hopper():  # (132 multiprocessors: 4.9e9 pairs are more than 8 large tiles each)
+        assert (launch["kernel"], launch["threads"], launch["sweeps"]) == ("shared", 1024, 1)
+        assert launch["copies"] > 1
     # the same frame in blocks of 256 threads (a smaller problem's shape): the same counts
     monkeypatch.setenv("FASTRDF_CUDA_BLOCK_THREADS", "256")
     narrow = np.zeros_like(out)
