@@ -16,9 +16,7 @@
 #include <vector>
 
 #include "fastrdf/float_rule.cuh"
-
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
-  printf("CUDA %s at %d: %s\n", #x, __LINE__, cudaGetErrorString(e)); exit(1); } } while (0)
+#include "micro_common.cuh"
 
 __device__ __forceinline__ uint32_t cluster_rank() {
   uint32_t r; asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r)); return r;
@@ -44,43 +42,28 @@ __global__ void __launch_bounds__(T) kern(const float4* __restrict__ a, int ni, 
   for (int c = 0; c < CS; ++c) base[c] = CS == 1 ? local : map_rank(local, c);
   if (CS > 1) cluster_sync(); else __syncthreads();
   float4 ai[R];
-  const int i0 = blockIdx.x * T * R;
-#pragma unroll
-  for (int r = 0; r < R; ++r) ai[r] = a[min(i0 + threadIdx.x + r * T, ni - 1)];
-  const int j0 = blockIdx.y * jper, j1 = min(nj, j0 + jper);
-  for (int jb = j0; jb < j1; jb += T) {
-    __syncthreads();
-    jt[threadIdx.x] = b[min(jb + threadIdx.x, nj - 1)];
-    __syncthreads();
-    const int n = min(T, j1 - jb);
-    for (int k = 0; k < n; ++k) {
-      const float4 aj = jt[k];
-#pragma unroll
-      for (int r = 0; r < R; ++r) {
-        int bin;
-        bool in = true;
-        if (!Exact) {
-          const uint32_t h = (__float_as_uint(aj.x) ^ __float_as_uint(ai[r].y)) * 2654435761u;
-          bin = static_cast<int>(__umulhi(h, static_cast<uint32_t>(nbins)));
-        } else {
-          const float dx = __fadd_rn(aj.x, -ai[r].x), dy = __fadd_rn(aj.y, -ai[r].y),
-                      dz = __fadd_rn(aj.z, -ai[r].z);
-          const float r2 = __fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)), __fmul_rn(dz, dz));
-          in = rule(r2, bin);
-        }
-        if (CS == 1) {
-          if (in) asm volatile("red.shared.add.u32 [%0], 1;" :: "r"(local + 4u * bin) : "memory");
-        } else {
-          const uint32_t owner = static_cast<uint32_t>(bin) % CS;
-          const uint32_t off = static_cast<uint32_t>(bin) / CS;
-          uint32_t addr = base[0];
-#pragma unroll
-          for (int c = 1; c < CS; ++c) addr = owner == c ? base[c] : addr;
-          if (in) asm volatile("red.shared::cluster.add.u32 [%0], 1;" :: "r"(addr + 4u * off) : "memory");
-        }
-      }
+  all_pairs<T, R>(a, ni, b, nj, jt, jper, ai, [&](const float4& aj, int r) {
+    int bin;
+    bool in = true;
+    if (!Exact) {
+      bin = hash_bin(aj, ai[r], nbins);
+    } else {
+      const float dx = __fadd_rn(aj.x, -ai[r].x), dy = __fadd_rn(aj.y, -ai[r].y),
+                  dz = __fadd_rn(aj.z, -ai[r].z);
+      const float r2 = __fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)), __fmul_rn(dz, dz));
+      in = rule(r2, bin);
     }
-  }
+    if (CS == 1) {
+      if (in) asm volatile("red.shared.add.u32 [%0], 1;" :: "r"(local + 4u * bin) : "memory");
+    } else {
+      const uint32_t owner = static_cast<uint32_t>(bin) % CS;
+      const uint32_t off = static_cast<uint32_t>(bin) / CS;
+      uint32_t addr = base[0];
+#pragma unroll
+      for (int c = 1; c < CS; ++c) addr = owner == c ? base[c] : addr;
+      if (in) asm volatile("red.shared::cluster.add.u32 [%0], 1;" :: "r"(addr + 4u * off) : "memory");
+    }
+  });
   if (CS > 1) cluster_sync(); else __syncthreads();
   const uint32_t me = CS == 1 ? 0 : cluster_rank();
   for (int k = threadIdx.x; k < words; k += T) {
@@ -91,15 +74,8 @@ __global__ void __launch_bounds__(T) kern(const float4* __restrict__ a, int ni, 
 
 int main(int argc, char** argv) {
   const int ni = 1 << 18, nj = 1 << 20;
-  std::vector<float4> ha(ni), hb(nj);
-  srand(1);
-  auto rnd = [] { return 100.0f * (rand() / (float)RAND_MAX); };
-  for (auto& p : ha) p = make_float4(rnd(), rnd(), rnd(), 0.f);
-  for (auto& p : hb) p = make_float4(rnd(), rnd(), rnd(), 0.f);
   float4 *da, *db; unsigned long long* dout;
-  CK(cudaMalloc(&da, ni * 16)); CK(cudaMalloc(&db, nj * 16));
-  CK(cudaMemcpy(da, ha.data(), ni * 16, cudaMemcpyHostToDevice));
-  CK(cudaMemcpy(db, hb.data(), nj * 16, cudaMemcpyHostToDevice));
+  random_points(ni, nj, &da, &db);
   int dev; cudaDeviceProp prop; CK(cudaGetDevice(&dev)); CK(cudaGetDeviceProperties(&prop, dev));
   printf("# %s, %d SMs, %zu B shared per block max\n", prop.name, prop.multiProcessorCount, prop.sharedMemPerBlockOptin);
   std::vector<int> bins_list = {50000, 100000, 200000};

@@ -16,9 +16,7 @@
 #include <vector>
 
 #include "fastrdf/float_rule.cuh"  // -I csrc/include (run.sh)
-
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
-  printf("CUDA %s at %d: %s\n", #x, __LINE__, cudaGetErrorString(e)); exit(1); } } while (0)
+#include "micro_common.cuh"
 
 constexpr int kThreads = 256;
 
@@ -78,57 +76,43 @@ __global__ void __launch_bounds__(kThreads) kern(const float4* __restrict__ a, i
     }
   }
   float4 ai[R];
-  const int i0 = blockIdx.x * kThreads * R;
-  for (int r = 0; r < R; ++r) ai[r] = a[min(i0 + threadIdx.x + r * kThreads, ni - 1)];
   uint32_t acc = 0;
-  const int j0 = blockIdx.y * jper, j1 = min(nj, j0 + jper);
-  for (int jb = j0; jb < j1; jb += kThreads) {
-    __syncthreads();
-    jt[threadIdx.x] = b[min(jb + threadIdx.x, nj - 1)];
-    __syncthreads();
-    const int n = min(kThreads, j1 - jb);
-    for (int k = 0; k < n; ++k) {
-      const float4 aj = jt[k];
-#pragma unroll
-      for (int r = 0; r < R; ++r) {
-        int bin;
-        if (V == 2) {
-          uint32_t hsh = (__float_as_uint(aj.x) ^ __float_as_uint(ai[r].y)) * 2654435761u;
-          bin = static_cast<int>(__umulhi(hsh, static_cast<uint32_t>(nbins)));
+  all_pairs<kThreads, R>(a, ni, b, nj, jt, jper, ai, [&](const float4& aj, int r) {
+    int bin;
+    if (V == 2) {
+      bin = hash_bin(aj, ai[r], nbins);
+    } else {
+      const float dx = __fadd_rn(aj.x, -ai[r].x), dy = __fadd_rn(aj.y, -ai[r].y),
+                  dz = __fadd_rn(aj.z, -ai[r].z);
+      if (V == 3) {
+        const float r2 = __fmaf_rn(dz, dz, __fmaf_rn(dy, dy, __fmul_rn(dx, dx)));
+        float rr;
+        asm("sqrt.approx.f32 %0, %1;" : "=f"(rr) : "f"(r2));
+        const int kk = __float2int_rz(__fmul_rz(rr, ru.norm));
+        bin = kk < nbins ? kk : -1;
+      } else {
+        const float r2 = __fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)), __fmul_rn(dz, dz));
+        if (V == 4) {
+          const bool in = (r2 >= ru.lo2) & (r2 <= ru.hi2);
+          const int c = min(__float2int_rz(__fmul_rz(r2, ru.tscale)), ru.tcells - 1);
+          int kk = tab[c];
+          kk = r2 >= t2[kk + 1] ? kk + 1 : kk;
+          bin = in ? kk : -1;
+        } else if (V == 5 || V == 6 || V == 7) {
+          int kk;
+          const bool in = exact2(ru, r2, kk);
+          if (V == 6) acc ^= in ? kk : 0;
+          else if (V == 7) atomicAdd(hist + (in ? kk : nbins + (threadIdx.x & 31)), 1u);
+          else if (in) atomicAdd(hist + kk, 1u);
+          return;
         } else {
-          const float dx = __fadd_rn(aj.x, -ai[r].x), dy = __fadd_rn(aj.y, -ai[r].y),
-                      dz = __fadd_rn(aj.z, -ai[r].z);
-          if (V == 3) {
-            const float r2 = __fmaf_rn(dz, dz, __fmaf_rn(dy, dy, __fmul_rn(dx, dx)));
-            float rr;
-            asm("sqrt.approx.f32 %0, %1;" : "=f"(rr) : "f"(r2));
-            const int kk = __float2int_rz(__fmul_rz(rr, ru.norm));
-            bin = kk < nbins ? kk : -1;
-          } else {
-            const float r2 = __fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)), __fmul_rn(dz, dz));
-            if (V == 4) {
-              const bool in = (r2 >= ru.lo2) & (r2 <= ru.hi2);
-              const int c = min(__float2int_rz(__fmul_rz(r2, ru.tscale)), ru.tcells - 1);
-              int kk = tab[c];
-              kk = r2 >= t2[kk + 1] ? kk + 1 : kk;
-              bin = in ? kk : -1;
-            } else if (V == 5 || V == 6 || V == 7) {
-              int kk;
-              const bool in = exact2(ru, r2, kk);
-              if (V == 6) acc ^= in ? kk : 0;
-              else if (V == 7) atomicAdd(hist + (in ? kk : nbins + (threadIdx.x & 31)), 1u);
-              else if (in) atomicAdd(hist + kk, 1u);
-              continue;
-            } else {
-              bin = exact_bin(ru, r2);
-            }
-          }
+          bin = exact_bin(ru, r2);
         }
-        if (V == 1) acc ^= static_cast<uint32_t>(bin);
-        else if (bin >= 0) atomicAdd(hist + bin, 1u);
       }
     }
-  }
+    if (V == 1) acc ^= static_cast<uint32_t>(bin);
+    else if (bin >= 0) atomicAdd(hist + bin, 1u);
+  });
   if (V == 1 || V == 6) { if (acc == 0x12345678u) hist[0] = acc; }
   __syncthreads();
   for (int k = threadIdx.x; k < nbins; k += kThreads)
@@ -137,15 +121,8 @@ __global__ void __launch_bounds__(kThreads) kern(const float4* __restrict__ a, i
 
 int main(int argc, char** argv) {
   const int ni = 1 << 18, nj = 1 << 20;
-  std::vector<float4> ha(ni), hb(nj);
-  srand(1);
-  auto rnd = [] { return 100.0f * (rand() / (float)RAND_MAX); };
-  for (auto& p : ha) p = make_float4(rnd(), rnd(), rnd(), 0.f);
-  for (auto& p : hb) p = make_float4(rnd(), rnd(), rnd(), 0.f);
   float4 *da, *db; unsigned long long* dout; float* dt2;
-  CK(cudaMalloc(&da, ni * 16)); CK(cudaMalloc(&db, nj * 16));
-  CK(cudaMemcpy(da, ha.data(), ni * 16, cudaMemcpyHostToDevice));
-  CK(cudaMemcpy(db, hb.data(), nj * 16, cudaMemcpyHostToDevice));
+  random_points(ni, nj, &da, &db);
   int dev; cudaDeviceProp prop; CK(cudaGetDevice(&dev)); CK(cudaGetDeviceProperties(&prop, dev));
   printf("# %s, %d SMs\n", prop.name, prop.multiProcessorCount);
   std::vector<int> bins_list = {1000, 10000};
