@@ -25,11 +25,12 @@ def main():
     for box_name in BOXES:
         for precision in ("single", "double"):
             for labels in (False, True):
+                rmin = 1.5 if labels else 0.0  # both forms of the float rule
                 for kernel, max_window, exact in (("shared", 0, True), ("shared", 37, True),
                                                   ("global", 0, True), ("shared", 0, False),
                                                   ("packed", 0, True), ("packed", 37, True)):
                     problem = make_problem(rng, box_name, sizes=(150, 170, 61), nbins=100,
-                                           labels=labels)
+                                           labels=labels, rmin=rmin)
                     ref, _ = histogram("cpu", problem, precision)
                     out, eng = histogram("cuda", problem, precision, frames=2, kernel=kernel,
                                          max_window_bins=max_window, exact_sqrt=exact)
@@ -40,7 +41,7 @@ def main():
                 os.environ["FASTRDF_CUDA_BLOCK_THREADS"] = "1024"
                 try:
                     problem = make_problem(rng, box_name, sizes=(1500, 700, 61), nbins=100,
-                                           labels=labels)
+                                           labels=labels, rmin=rmin)
                     ref, _ = histogram("cpu", problem, precision)
                     out, eng = histogram("cuda", problem, precision, frames=2, kernel="shared")
                 finally:
@@ -56,7 +57,7 @@ def main():
                 for kernel, k, order in (("auto", 1, "rowmajor"), ("global", 2, "hilbert"),
                                          ("auto", 3, "morton")):
                     problem = make_problem(rng, box_name, sizes=(400, 300, 1), nbins=80,
-                                           labels=labels, rmax=7.0)
+                                           labels=labels, rmax=7.0, rmin=1.5 if labels else 0.0)
                     ref, _ = histogram("cpu", problem, precision, method="allpairs")
                     out, eng = histogram("cuda", problem, precision, frames=2, kernel=kernel,
                                          method="cells", cells_per_cutoff=k, cell_order=order)

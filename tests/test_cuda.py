@@ -57,7 +57,7 @@ BOXES = {
 
 
 def make_problem(rng, box_name, sizes=(700, 1300, 513), pairs=((0, 0), (0, 1), (1, 2), (2, 2), (2, 0)),
-                 nbins=300, labels=False, rmax=None):
+                 nbins=300, labels=False, rmax=None, rmin=0.0):
     dims = BOXES[box_name]
     n = int(sum(sizes))
     if dims is None:
@@ -73,7 +73,7 @@ def make_problem(rng, box_name, sizes=(700, 1300, 513), pairs=((0, 0), (0, 1), (
         rmax = rmax or (24.0 if box_name == "triclinic_multi" else 12.0)
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     pairs = np.array(pairs, dtype=np.int32).reshape(-1, 2)
-    edges = reference_edges(nbins, (0.0, rmax))
+    edges = reference_edges(nbins, (rmin, rmax))
     lab = rng.integers(0, n // 4, n).astype(np.int32) if labels else None
     return coords, offsets, pairs, edges, box, lab
 
@@ -450,6 +450,49 @@ def test_coordinates_far_outside_the_box_are_rejected(rng, device):
     coords[3, 1] = 27.5 * 2.0**21
     with pytest.raises(ValueError, match="2\\^20 box widths"):
         histogram(device, (coords, offsets, pairs, edges, box, labels))
+
+
+EDGE_LAUNCHES = {
+    "auto": {},
+    "threads-1024": {"threads": "1024"},
+    "sweeps": {"kernel": "shared", "max_window_bins": 97},
+    "packed": {"kernel": "packed"},
+    "global": {"kernel": "global"},
+    "cells": {"method": "cells"},
+}
+
+
+@pytest.mark.parametrize("launch", list(EDGE_LAUNCHES))
+@pytest.mark.parametrize("rmin", [0.0, 0.5], ids=["from-0", "from-0.5"])
+@pytest.mark.parametrize("nbins", [7, 300])
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_pairs_on_bin_edges(rng, monkeypatch, nbins, rmin, launch):
+    """Pairs placed exactly on the float32 bin edges (r_max included: numpy's last bin is
+    closed) and one float step either side, in every launch shape: the default single-precision
+    rule bins them as the CPU kernel does. A range from 0 takes the rule without the lower
+    range test and the subtraction of r_min, and the shared kernels count r == r_max in a
+    slot of its own that is added to the last bin at the flush."""
+    edges = reference_edges(nbins, (rmin, 20.0))
+    e32 = edges.astype(np.float32)
+    xs = np.concatenate([e32, np.nextafter(e32, np.float32(0)), np.nextafter(e32, np.float32(99)),
+                         np.full(40, e32[-1])])  # many pairs at r_max, in several warps
+    xs = rng.permutation(xs)
+    coords = np.zeros((1 + len(xs), 3), np.float32)
+    coords[1:, 0] = xs
+    offsets = np.array([0, 1, len(coords)], np.int64)
+    pairs = np.array([[0, 1], [1, 1]], np.int32)
+    problem = (coords, offsets, pairs, edges, Box(NO_BOX), None)
+    ref, _ = histogram("cpu", problem)
+    kw = dict(EDGE_LAUNCHES[launch])
+    if "threads" in kw:
+        monkeypatch.setenv("FASTRDF_CUDA_BLOCK_THREADS", kw.pop("threads"))
+    out, eng = histogram("cuda", problem, **kw)
+    assert ref[0, -1] >= 41  # the r_max pairs are there to be counted
+    np.testing.assert_array_equal(out, ref)
+    assert eng.last_launch["method"] == ("cells" if launch == "cells" else "allpairs")
+    if launch == "threads-1024":
+        assert eng.last_launch["threads"] == 1024
 
 
 @pytest.mark.parametrize("nbins", [7, 300, 20_000])

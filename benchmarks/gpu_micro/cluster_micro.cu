@@ -30,7 +30,7 @@ __device__ __forceinline__ uint32_t map_rank(uint32_t shared_addr, uint32_t rank
 
 template <bool Exact, int CS, int T, int R>
 __global__ void __launch_bounds__(T) kern(const float4* __restrict__ a, int ni, const float4* __restrict__ b, int nj,
-                                          fastrdf::gpu::FloatRule rule, int nbins, unsigned long long* out, int jper) {
+                                          fastrdf::gpu::FloatRule<> rule, int nbins, unsigned long long* out, int jper) {
   extern __shared__ __align__(16) unsigned char smem[];
   float4* jt = reinterpret_cast<float4*>(smem);
   uint32_t* hist = reinterpret_cast<uint32_t*>(jt + T);
@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
   printf("| rule | cluster | threads | nbins | kB/block | ms | bapps | checksum |\n|---|---|---|---|---|---|---|---|\n");
   for (int nbins : bins_list) {
     const float rmax = 175.f;
-    fastrdf::gpu::FloatRule rule{0.f, rmax * rmax, 0.f, (float)(nbins / (double)rmax), nbins - 1};
+    fastrdf::gpu::FloatRule<> rule{0.f, rmax * rmax, 0.f, (float)(nbins / (double)rmax), nbins - 1};
     CK(cudaMalloc(&dout, nbins * 8));
     auto run = [&](auto kernel, const char* name, int cs, int T, int R) {
       const size_t smem = T * 16 + (size_t)((nbins + cs - 1) / cs) * 4;

@@ -36,7 +36,7 @@ __device__ __forceinline__ int trunc_nn(float f) {
 // reciprocal root, a clamp instead of a select, trunc by one round-toward-zero addition, and
 // the range predicate kept apart from the bin
 __device__ __forceinline__ bool exact2(const Rule& ru, float r2, int& k) {
-  const fastrdf::gpu::FloatRule rule{ru.lo2, ru.hi2, ru.rmin, ru.norm, ru.last};
+  const fastrdf::gpu::FloatRule<> rule{ru.lo2, ru.hi2, ru.rmin, ru.norm, ru.last};
   return rule(r2, k);
 }
 

@@ -58,6 +58,29 @@ __host__ __device__ constexpr int packed_words(int window) {
     return (window + 1) / 2 + kPackedDummies;
 }
 
+// 32-bit shared histograms (all-pairs and cell kernels) keep window + 1 counters per
+// sub-histogram: the last one takes the pairs a raw() rule puts in bin nbins (r == rmax, the
+// closed right edge) and is added to the window's last bin at the flush. It stays zero for
+// rules that clamp and for sweeps other than the last.
+__host__ __device__ constexpr int slots(int window) { return window + 1; }
+
+// Rules with raw(r2, u) (FloatRule): the unclamped bin, biased (float_rule.cuh).
+template <class Rule, class = void>
+struct has_raw : std::false_type {};
+template <class Rule>
+struct has_raw<Rule, std::void_t<decltype(&Rule::raw)>> : std::true_type {};
+
+// Sum over the copies of bin k of a window of w bins (stride: slots(window)), with the slot
+// beyond the window folded into its last bin.
+__device__ __forceinline__ unsigned long long copies_sum(const uint32_t* hist, int copies,
+                                                         int stride, int k, int w) {
+    unsigned long long s = 0;
+    for (int c = 0; c < copies; ++c) s += hist[c * stride + k];
+    if (k == w - 1)
+        for (int c = 0; c < copies; ++c) s += hist[c * stride + w];
+    return s;
+}
+
 // CPUs this process may run on (its affinity mask), at most cap.
 std::size_t usable_cpus(std::size_t cap) {
     cpu_set_t set;
@@ -253,6 +276,9 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
                                            unsigned mult, uint32_t* mine, int lo, int w,
                                            uint32_t dummy = 0u) {
     uint32_t base = Global ? 0u : static_cast<uint32_t>(__cvta_generic_to_shared(mine));
+    // raw(): one LEA from the biased bin to the counter's address (float_rule.cuh)
+    constexpr bool kRaw = !Global && !Windowed && !Packed && has_raw<Rule>::value;
+    if constexpr (kRaw) base -= 4u * Rule::kBias;  // modulo 2^32, as the address sum is
     if (Packed) {
         // opaque to the compiler: kept in registers rather than recomputed after each
         // warp-uniform branch of packed_inc (S2R, MOV, LEA per pair otherwise)
@@ -263,11 +289,13 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
         const float4 aj = jt[k];
 #pragma unroll
         for (int r = 0; r < R; ++r) {
-            int b;
-            bool take = rule(box.dist2(static_cast<T>(aj.x - ai[r].x),
-                                       static_cast<T>(aj.y - ai[r].y),
-                                       static_cast<T>(aj.z - ai[r].z)),
-                             b);
+            const T r2 = box.dist2(static_cast<T>(aj.x - ai[r].x), static_cast<T>(aj.y - ai[r].y),
+                                   static_cast<T>(aj.z - ai[r].z));
+            int b = 0;
+            uint32_t u = 0;
+            bool take;
+            if constexpr (kRaw) take = rule.raw(r2, u);
+            else take = rule(r2, b);
             if (Tri) take = take & (jb + k > ii[r]);
             if (Labels) take = take & (__float_as_int(aj.w) != __float_as_int(ai[r].w));
             if (Global) {
@@ -280,6 +308,8 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
             } else if (Windowed) {
                 const unsigned rel = static_cast<unsigned>(b - lo);
                 shared_inc_if(base + 4u * rel, take & (rel < static_cast<unsigned>(w)));
+            } else if constexpr (kRaw) {
+                shared_inc_if(base + 4u * u, take);
             } else {
                 shared_inc_if(base + 4u * static_cast<unsigned>(b), take);
             }
@@ -305,8 +335,9 @@ __global__ void __launch_bounds__(Threads)
     unsigned long long* out = a.out + static_cast<std::size_t>(t.pair) * a.nbins;
     // Packed: (window + 1) / 2 words of two counters, then one dummy word per lane
     const int half = (a.window + 1) / 2;
-    uint32_t* mine = Packed ? hist : hist + ((threadIdx.x >> 5) % a.copies) * a.window;
-    const int words = Packed ? packed_words(a.window) : a.copies * a.window;
+    const int stride = slots(a.window);
+    uint32_t* mine = Packed ? hist : hist + ((threadIdx.x >> 5) % a.copies) * stride;
+    const int words = Packed ? packed_words(a.window) : a.copies * stride;
     const uint32_t dummy =
         Packed ? static_cast<uint32_t>(__cvta_generic_to_shared(hist + half + (threadIdx.x & 31))) : 0u;
     if (!Global)
@@ -347,8 +378,7 @@ __global__ void __launch_bounds__(Threads)
     } else if (!Global) {
         __syncthreads();
         for (int k = threadIdx.x; k < w; k += Threads) {
-            unsigned long long s = 0;
-            for (int c = 0; c < a.copies; ++c) s += hist[c * a.window + k];
+            const unsigned long long s = copies_sum(hist, a.copies, stride, k, w);
             if (s) atomicAdd(out + lo + k, s * mult);
         }
     }
@@ -473,11 +503,12 @@ __device__ __forceinline__ void flush_cells(uint32_t* hist, int copies, int nbin
                                             unsigned mult) {
     if (Global) return;
     __syncthreads();
+    const int stride = slots(nbins);
     for (int b = threadIdx.x; b < nbins; b += kCellThreads) {
-        unsigned long long s = 0;
-        for (int c = 0; c < copies; ++c) {
-            s += hist[c * nbins + b];
-            hist[c * nbins + b] = 0u;
+        const unsigned long long s = copies_sum(hist, copies, stride, b, nbins);
+        for (int c = 0; c < copies; ++c) {  // the slots this thread read, and only those
+            hist[c * stride + b] = 0u;
+            if (b == nbins - 1) hist[c * stride + nbins] = 0u;
         }
         if (s) atomicAdd(out + b, s * mult);
     }
@@ -498,9 +529,9 @@ __global__ void __launch_bounds__(kCellThreads)
     unsigned long long* out = a.out + static_cast<std::size_t>(t.pair) * a.nbins;
     const int* st_a = a.start + static_cast<std::size_t>(sa) * (a.n_cells + 1) + t.col * a.n2;
     const int* st_b = a.start + static_cast<std::size_t>(sb) * (a.n_cells + 1) + t.ncol * a.n2;
-    uint32_t* mine = hist + ((threadIdx.x >> 5) % a.copies) * a.nbins;
+    uint32_t* mine = hist + ((threadIdx.x >> 5) % a.copies) * slots(a.nbins);
     if (!Global)
-        for (int b = threadIdx.x; b < a.copies * a.nbins; b += kCellThreads) hist[b] = 0u;
+        for (int b = threadIdx.x; b < a.copies * slots(a.nbins); b += kCellThreads) hist[b] = 0u;
     // pairs binned since the last flush: below 2^32, so no uint32 bin can wrap
     unsigned long long since = 0;
     const unsigned long long limit = 0xffffffffull;
@@ -701,10 +732,11 @@ struct Histogrammer::Impl {
     }
 
     // Largest window of bins one block of `threads` can hold in shared memory: 32-bit
-    // counters, or (packed) two 16-bit counters per word.
+    // counters (slots(window) of them), or (packed) two 16-bit counters per word.
     int window_cap(int threads, bool packed = false) const {
         long long cap = (static_cast<long long>(info.shared_per_block_optin) - threads * 16LL) / 4;
-        if (packed) cap = 2 * (cap - kPackedDummies);  // inverse of packed_words
+        cap = packed ? 2 * (cap - kPackedDummies)  // inverse of packed_words
+                     : cap - 1;                      // inverse of slots
         if (max_window_bins > 0) cap = std::min<long long>(cap, max_window_bins);
         return static_cast<int>(std::max<long long>(cap, 1));
     }
@@ -716,8 +748,8 @@ struct Histogrammer::Impl {
         const int budget = threads == kWideThreads
                                ? static_cast<int>((info.shared_per_block_optin - threads * 16) / 4)
                                : kCopyBudgetWords;
-        int copies = std::clamp(budget / window, 1, threads / 32);
-        while (copies > 1 && static_cast<std::size_t>(copies) * window * 4 + threads * 16 >
+        int copies = std::clamp(budget / slots(window), 1, threads / 32);
+        while (copies > 1 && static_cast<std::size_t>(copies) * slots(window) * 4 + threads * 16 >
                                  info.shared_per_block_optin)
             --copies;
         return copies;
@@ -753,7 +785,7 @@ struct Histogrammer::Impl {
         const int wide_cap = window_cap(kWideThreads);
         const int pcap = window_cap(kPackedThreads, true);
         const int psweeps = (p.nbins + pcap - 1) / pcap;
-        const std::size_t block32 = std::size_t(kThreads) * 16 + std::size_t(p.nbins) * 4 + 1024;
+        const std::size_t block32 = std::size_t(kThreads) * 16 + std::size_t(slots(p.nbins)) * 4 + 1024;
         const std::size_t blocks32 = info.shared_per_multiprocessor / block32;  // of kThreads
         const bool two_blocks = blocks32 >= 2;
         const bool wide_fits = p.nbins <= wide_cap;
@@ -868,16 +900,16 @@ struct Histogrammer::Impl {
         launch.cells[2] = pl.n[2];
         launch.cell_k = pl.k;
         const std::size_t jt_bytes = kCellThreads * sizeof(float4);
-        const bool fits = static_cast<std::size_t>(p.nbins) * 4 + jt_bytes <= info.shared_per_block_optin &&
+        const bool fits = static_cast<std::size_t>(slots(p.nbins)) * 4 + jt_bytes <= info.shared_per_block_optin &&
                           (max_window_bins <= 0 || p.nbins <= max_window_bins);
         if (choice == KernelChoice::kGlobal || !fits) {
             launch.kernel = "global";
             launch.copies = 0;
         } else {
             launch.kernel = "shared";
-            launch.copies = std::clamp(kCopyBudgetWords / p.nbins, 1, kCellThreads / 32);
+            launch.copies = std::clamp(kCopyBudgetWords / slots(p.nbins), 1, kCellThreads / 32);
             while (launch.copies > 1 &&
-                   static_cast<std::size_t>(launch.copies) * p.nbins * 4 + jt_bytes > info.shared_per_block_optin)
+                   static_cast<std::size_t>(launch.copies) * slots(p.nbins) * 4 + jt_bytes > info.shared_per_block_optin)
                 --launch.copies;
         }
         launch.sweeps = 1;
@@ -935,7 +967,7 @@ struct Histogrammer::Impl {
     void launch_cells(const CellKernelArgs& a, const Box& box, const Rule& rule, bool labels) {
         const bool global = launch.kernel == "global";
         const std::size_t smem = kCellThreads * sizeof(float4) +
-                                 (global ? 0 : std::size_t(launch.copies) * a.nbins * 4);
+                                 (global ? 0 : std::size_t(launch.copies) * slots(a.nbins) * 4);
         auto go = [&](auto kernel) {
             if (smem > 48 * 1024)
                 check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -1006,7 +1038,7 @@ struct Histogrammer::Impl {
     // FastRule for the current edges (built with them); usable when its error bound is small.
     FastRule fast_rule{};
     bool fast_ok = false;
-    FloatRule float_rule{};  // the default single-precision rule (exact, branch-free)
+    FloatRule<false> float_rule{};  // the default single-precision rule (exact, branch-free)
     bool float_ok = false;
     DeviceArray<float> dev_t2;
 
@@ -1026,7 +1058,11 @@ struct Histogrammer::Impl {
                 }
             }
             if (float_ok) {
-                f(float_rule);
+                const FloatRule<false>& fr = float_rule;
+                if (fr.rmin == 0.f && fr.lo2 == 0.f)  // ranges from 0: two instructions less
+                    f(FloatRule<true>{fr.lo2, fr.hi2, fr.rmin, fr.norm, fr.last});
+                else
+                    f(fr);
                 return "exact";
             }
         }
@@ -1059,7 +1095,9 @@ struct Histogrammer::Impl {
         float_rule.rmin = bin.rmin;
         float_rule.norm = bin.norm;
         float_rule.last = nb - 1;
-        float_ok = bin.norm < 1e12f;
+        // raw(): bin nbins at most (r == rmax and rounding), for its one extra slot
+        const float f_hi = above_u > lo_u ? bin.coordinate(std::sqrt(float_rule.hi2)) : 0.f;
+        float_ok = bin.norm < 1e12f && static_cast<int>(f_hi) <= nb;
         if (exact_only) {
             fast_ok = false;
             return;
@@ -1118,7 +1156,7 @@ struct Histogrammer::Impl {
             std::size_t(launch.threads) * sizeof(float4) +
             (global ? 0
              : packed ? std::size_t(packed_words(launch.window)) * 4
-                      : std::size_t(launch.copies) * launch.window * 4);
+                      : std::size_t(launch.copies) * slots(launch.window) * 4);
         const dim3 grid(static_cast<unsigned>(n_tasks), static_cast<unsigned>(launch.sweeps));
         auto go = [&](auto kernel) {
             if (smem > 48 * 1024)
