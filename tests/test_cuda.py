@@ -452,6 +452,31 @@ def test_coordinates_far_outside_the_box_are_rejected(rng, device):
         histogram(device, (coords, offsets, pairs, edges, box, labels))
 
 
+@pytest.mark.parametrize("labels", [False, True], ids=["all", "labels"])
+@pytest.mark.parametrize("threads", ["256", "1024"])
+@pytest.mark.parametrize("rmax,dense", [(70.0, True), (60.0, False)], ids=["dense", "not-dense"])
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_frames_with_every_pair_in_range(rng, monkeypatch, rmax, dense, threads, labels):
+    """No box and r_max beyond the frame's diagonal (positions in a 40 Å cube: 69.3 Å): the
+    host proves every pair in range and full tiles off the diagonal take the dense path (no
+    range test, no predicate); diagonal tasks, partial tiles and labels keep the masked one.
+    Bit for bit with the CPU in both block sizes; at r_max 60 Å some pairs are out."""
+    monkeypatch.setenv("FASTRDF_CUDA_BLOCK_THREADS", threads)
+    problem = make_problem(rng, "none", sizes=(5000, 2100, 700),
+                           pairs=((0, 0), (0, 1), (1, 1), (1, 2), (2, 0)), rmax=rmax,
+                           labels=labels)
+    ref, _ = histogram("cpu", problem)
+    out, eng = histogram("cuda", problem)
+    assert eng.last_launch["all_in_range"] is dense
+    assert eng.last_launch["threads"] == int(threads)
+    np.testing.assert_array_equal(out, ref)
+    n = np.array([5000, 2100, 700])
+    expected = n[0] * n[0] + n[0] * n[1] + n[1] * n[1] + n[1] * n[2] + n[2] * n[0]
+    if not labels:  # every ordered pair, self pairs included, when every pair is in range
+        assert (int(out.sum()) == int(expected)) == dense
+
+
 EDGE_LAUNCHES = {
     "auto": {},
     "threads-1024": {"threads": "1024"},

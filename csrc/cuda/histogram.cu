@@ -70,6 +70,19 @@ struct has_raw : std::false_type {};
 template <class Rule>
 struct has_raw<Rule, std::void_t<decltype(&Rule::raw)>> : std::true_type {};
 
+// Kernels that may take the dense path: no box, FloatRule from 0, 32-bit one-sweep windows,
+// no labels. There, when the host proved every pair of the frame within r_max (run()), a
+// task whose i tile is full (no NaN padding) and that is not on a diagonal (no j > i test)
+// has no pair to leave out, so its increments need no predicate: no range test and no
+// branch around the atomic, four instructions less per pair (benchmarks/NOTES.md, GPU 15).
+template <class Rule>
+constexpr bool is_zero_min = false;
+template <>
+constexpr bool is_zero_min<FloatRule<true>> = true;
+template <typename T, class Box, class Rule, bool Labels, bool Global, bool Windowed, bool Packed>
+constexpr bool kDenseKernel = std::is_same<T, float>::value && std::is_same<Box, NoBox<float>>::value &&
+                              is_zero_min<Rule> && !Labels && !Global && !Windowed && !Packed;
+
 // Sum over the copies of bin k of a window of w bins (stride: slots(window)), with the slot
 // beyond the window folded into its last bin.
 __device__ __forceinline__ unsigned long long copies_sum(const uint32_t* hist, int copies,
@@ -162,6 +175,7 @@ struct KernelArgs {
     int nbins;
     int window;  // bins per sweep (shared kernel)
     int copies;  // sub-histograms per block (shared kernel)
+    int all_in_range;  // no box and no pair of the frame beyond r_max (host bound, run())
 };
 
 // Bin rules: rule(r2, k) is true when the squared distance r2 is in range, and then k is its
@@ -230,6 +244,11 @@ __device__ __forceinline__ void shared_inc_if(uint32_t addr, bool take) {
         : "memory");
 }
 
+// Adds 1 to the uint32 at shared-memory address addr: no predicate, so no branch around it.
+__device__ __forceinline__ void shared_inc(uint32_t addr) {
+    asm volatile("red.shared.add.u32 [%0], 1;" : : "r"(addr) : "memory");
+}
+
 // Adds v to the uint32 at shared-memory address addr and returns the value it held before.
 __device__ __forceinline__ uint32_t shared_fetch_add(uint32_t addr, uint32_t v) {
     uint32_t old;
@@ -269,7 +288,7 @@ __device__ __forceinline__ void packed_inc(uint32_t base, uint32_t dummy, unsign
 // task on the diagonal, only j > i counts. Padding i atoms are NaN: never in range. Every
 // pair is computed; exclusions (Tri, Labels) and the range only mask the increment.
 template <typename T, class Box, class Rule, bool Labels, bool Global, bool Windowed, bool Tri,
-          bool Packed = false, int R = kRows>
+          bool Packed = false, int R = kRows, bool Dense = false>
 __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii)[R],
                                            const float4* jt, int jb, int nj, const Box& box,
                                            const Rule& rule, unsigned long long* out,
@@ -308,6 +327,9 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
             } else if (Windowed) {
                 const unsigned rel = static_cast<unsigned>(b - lo);
                 shared_inc_if(base + 4u * rel, take & (rel < static_cast<unsigned>(w)));
+            } else if constexpr (Dense) {
+                static_assert(kRaw && !Tri && !Labels, "dense: raw bins, nothing masked");
+                shared_inc(base + 4u * u);
             } else if constexpr (kRaw) {
                 shared_inc_if(base + 4u * u, take);
             } else {
@@ -352,6 +374,8 @@ __global__ void __launch_bounds__(Threads)
         ai[r] = ii[r] < t.i1 ? a.atoms[ii[r]] : make_float4(nan, nan, nan, 0.f);
     }
     const bool tri = t.flags & kTriangle;
+    constexpr bool kDense = kDenseKernel<T, Box, Rule, Labels, Global, Windowed, Packed>;
+    const bool dense = kDense && a.all_in_range && !tri && t.i1 - t.i0 == Threads * kRows;
 
     for (int jb = t.j0; jb < t.j1; jb += Threads) {
         __syncthreads();
@@ -361,6 +385,9 @@ __global__ void __launch_bounds__(Threads)
         const int nj = min(Threads, t.j1 - jb);
         if (tri)
             tile_pairs<T, Box, Rule, Labels, Global, Windowed, true, Packed>(
+                ai, ii, jt, jb, nj, box, rule, out, mult, mine, lo, w, dummy);
+        else if (dense)
+            tile_pairs<T, Box, Rule, Labels, Global, Windowed, false, Packed, kRows, kDense>(
                 ai, ii, jt, jb, nj, box, rule, out, mult, mine, lo, w, dummy);
         else
             tile_pairs<T, Box, Rule, Labels, Global, Windowed, false, Packed>(
@@ -1302,6 +1329,22 @@ struct Histogrammer::Impl {
         a.nbins = p.nbins;
         a.window = launch.window;
         a.copies = std::max(launch.copies, 1);
+        // No box and every pair within r_max (the dense path of the all-pairs kernel): a
+        // pair's float r2 = (dx^2 + dy^2) + dz^2, rounded at each step, with |dx| <= the
+        // frame's extent along x and so on; rounding is monotone, so r2 <= (ex^2 + ey^2 +
+        // ez^2) (1 + 2^-24)^4 < e2 (1 + 2^-20), and the frame is dense when that is <= hi2.
+        a.all_in_range = 0;
+        if constexpr (std::is_same<T, float>::value) {
+            if (p.box_kind == kNoBox && float_ok && n > 0) {
+                double e2 = 0.0;
+                for (int d = 0; d < 3; ++d) {
+                    const double e = double(hi[d]) - double(lo[d]);
+                    e2 += e * e;
+                }
+                a.all_in_range = e2 * (1.0 + 0x1p-20) <= double(float_rule.hi2);
+            }
+        }
+        launch.all_in_range = !use_cells && a.all_in_range;
         const T* dev_edges = std::is_same<T, double>::value
                                  ? reinterpret_cast<const T*>(dev_edges_d.ptr)
                                  : reinterpret_cast<const T*>(dev_edges_f.ptr);

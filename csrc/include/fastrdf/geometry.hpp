@@ -17,6 +17,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #if defined(__CUDACC__)
 #define FASTRDF_HD __host__ __device__ __forceinline__
@@ -30,10 +31,13 @@ enum BoxKind : int { kNoBox = 0, kOrtho = 1, kTriclinic = 2, kOrthoScaled = 3 };
 
 // Round to nearest, ties to even: (x + M) - M with M = 1.5 * 2^(digits - 1) rounds the
 // fraction away in the addition (IEEE round-to-nearest-even) for |x| < 2^(digits - 2), i.e.
-// |x| < 2^22 in float and 2^51 in double. Two additions on every device (the GPU's rint goes
-// through the slower conversion unit). The callers guarantee the range: coordinates are
-// checked to lie within 2^20 box widths of the origin. Without fast-math (no reassociation)
-// the compilers keep both additions.
+// |x| < 2^22 in float and 2^51 in double. Two additions on the CPU; in float on the GPU one
+// FRND (rintf: round to nearest, ties to even, so the same integer for |x| < 2^22; only the
+// sign of a zero result can differ, which no distance sees), as the kernels are bound by
+// issue slots and FRND takes one where the additions take two (benchmarks/NOTES.md, GPU
+// item 15). The callers guarantee the range: coordinates are checked to lie within 2^20 box
+// widths of the origin. Without fast-math (no reassociation) the compilers keep both
+// additions.
 template <typename T>
 struct RoundMagic;
 template <>
@@ -47,6 +51,9 @@ struct RoundMagic<double> {
 
 template <typename T>
 FASTRDF_HD T nint(T x) {
+#if defined(__CUDA_ARCH__)
+    if constexpr (std::is_same<T, float>::value) return rintf(x);
+#endif
     return (x + RoundMagic<T>::value) - RoundMagic<T>::value;
 }
 
