@@ -50,16 +50,17 @@ def main():
                 assert np.array_equal(out, 2 * ref), (box_name, precision, labels, "wide")
                 n_cases += 1
     # dense frames (no box, every pair within r_max): full tiles increment without a predicate
-    for threads in ("256", "1024"):
+    for kernel, threads in (("shared", "256"), ("shared", "1024"), ("packed", "1024")):
         os.environ["FASTRDF_CUDA_BLOCK_THREADS"] = threads
         try:
             problem = make_problem(rng, "none", sizes=(2100, 600, 61), nbins=100, rmax=70.0)
             ref, _ = histogram("cpu", problem)
-            out, eng = histogram("cuda", problem, frames=2)
+            out, eng = histogram("cuda", problem, frames=2, kernel=kernel)
         finally:
             del os.environ["FASTRDF_CUDA_BLOCK_THREADS"]
         assert eng.last_launch["all_in_range"] and eng.last_launch["threads"] == int(threads)
-        assert np.array_equal(out, 2 * ref), ("dense", threads)
+        assert eng.last_launch["kernel"] == kernel
+        assert np.array_equal(out, 2 * ref), ("dense", kernel, threads)
         n_cases += 1
     # cell lists: shared and global kernels, periodic and not, labels, a flush of the block's
     # histogram (tiny system: forced by the problem's size limits only, so just the paths)

@@ -322,23 +322,30 @@ def test_gpu_block_threads_bad_value(rng, monkeypatch):
         histogram("cuda", make_problem(rng, "ortho", nbins=100), "single")
 
 
+@pytest.mark.parametrize("rmax", [2.0, 0.7], ids=["bin-1", "at-rmax"])
 @pytest.mark.parametrize("kernel", ["packed", "shared"])
 @pytest.mark.gpu
 @requires_gpu
-def test_gpu_packed_counters_overflow(kernel):
+def test_gpu_packed_counters_overflow(kernel, rmax):
     """Millions of pairs into the two halves of one packed word at once. Species 0 (6000
     atoms) and species 1 (2000 atoms) alternate between two points 0.7 A apart, so every
     block counts pairs into bin 0 (the low half of word 0) and bin 1 (its high half) at the
     same time, with 1024 threads hammering those two counters (a block of 2048 x 2048 pairs
     puts about a million into each, so each passes 0x8000 some thirty times per block). The
-    counts must be exact."""
+    counts must be exact. With r_max = 0.7 A the pairs across the two points lie exactly at
+    r_max, whose float bin coordinate is 4.0: they go to the counter beyond the last bin
+    (packed: the low half of word 2), which the flushes add to bin 3."""
     na, nb = 6000, 2000
     coords = np.zeros((na + nb, 3), np.float32)
     coords[1:na:2, 0] = 0.7
     coords[na + 1::2, 0] = 0.7
     offsets = np.array([0, na, na + nb], np.int64)
     pairs = np.array([[0, 0], [0, 1]], np.int32)
-    edges = reference_edges(4, (0.0, 2.0))
+    edges = reference_edges(4, (0.0, rmax))
+    across = 1 if rmax == 2.0 else 3
+    if rmax == 0.7:  # the float bin coordinate of r_max reaches nbins: the extra counter
+        norm = np.float32(4 / (edges[-1] - edges[0]))
+        assert np.float32(np.float32(edges[-1]) * norm) == np.float32(4.0)
     out = np.zeros((2, 4), np.uint64)
     eng = Engine("cuda", kernel=kernel)
     for _ in range(3):
@@ -348,9 +355,9 @@ def test_gpu_packed_counters_overflow(kernel):
     expect = np.zeros((2, 4), np.uint64)
     ha, hb = na // 2, nb // 2
     expect[0, 0] = 3 * 2 * ha * ha  # ordered pairs in the same spot, each atom with itself
-    expect[0, 1] = 3 * 2 * ha * ha  # ordered pairs across the two spots
+    expect[0, across] = 3 * 2 * ha * ha  # ordered pairs across the two spots
     expect[1, 0] = 3 * 2 * ha * hb
-    expect[1, 1] = 3 * 2 * ha * hb
+    expect[1, across] = 3 * 2 * ha * hb
     np.testing.assert_array_equal(out, expect)
 
 
@@ -453,23 +460,27 @@ def test_coordinates_far_outside_the_box_are_rejected(rng, device):
 
 
 @pytest.mark.parametrize("labels", [False, True], ids=["all", "labels"])
-@pytest.mark.parametrize("threads", ["256", "1024"])
+@pytest.mark.parametrize("launch", ["256", "1024", "packed"])
 @pytest.mark.parametrize("rmax,dense", [(70.0, True), (60.0, False)], ids=["dense", "not-dense"])
 @pytest.mark.gpu
 @requires_gpu
-def test_gpu_frames_with_every_pair_in_range(rng, monkeypatch, rmax, dense, threads, labels):
+def test_gpu_frames_with_every_pair_in_range(rng, monkeypatch, rmax, dense, launch, labels):
     """No box and r_max beyond the frame's diagonal (positions in a 40 Å cube: 69.3 Å): the
     host proves every pair in range and full tiles off the diagonal take the dense path (no
     range test, no predicate); diagonal tasks, partial tiles and labels keep the masked one.
-    Bit for bit with the CPU in both block sizes; at r_max 60 Å some pairs are out."""
-    monkeypatch.setenv("FASTRDF_CUDA_BLOCK_THREADS", threads)
+    Bit for bit with the CPU in both block sizes of the 32-bit kernel and in the packed one;
+    at r_max 60 Å some pairs are out."""
+    kernel = "packed" if launch == "packed" else "shared"
+    if launch != "packed":
+        monkeypatch.setenv("FASTRDF_CUDA_BLOCK_THREADS", launch)
     problem = make_problem(rng, "none", sizes=(5000, 2100, 700),
                            pairs=((0, 0), (0, 1), (1, 1), (1, 2), (2, 0)), rmax=rmax,
                            labels=labels)
     ref, _ = histogram("cpu", problem)
-    out, eng = histogram("cuda", problem)
+    out, eng = histogram("cuda", problem, kernel=kernel)
     assert eng.last_launch["all_in_range"] is dense
-    assert eng.last_launch["threads"] == int(threads)
+    assert eng.last_launch["kernel"] == kernel
+    assert eng.last_launch["threads"] == (1024 if launch == "packed" else int(launch))
     np.testing.assert_array_equal(out, ref)
     n = np.array([5000, 2100, 700])
     expected = n[0] * n[0] + n[0] * n[1] + n[1] * n[1] + n[1] * n[2] + n[2] * n[0]

@@ -53,16 +53,17 @@ constexpr int kPackedThreads = kWideThreads;
 constexpr uint32_t kPackedFlush = 0x8000u;  // a packed half is emptied into the totals here
 constexpr int kPackedDummies = 32;      // packed: one dummy word per lane after the counters
 
-// Shared words of a packed window of `window` bins: two counters per word, then the dummies.
-__host__ __device__ constexpr int packed_words(int window) {
-    return (window + 1) / 2 + kPackedDummies;
-}
-
 // 32-bit shared histograms (all-pairs and cell kernels) keep window + 1 counters per
 // sub-histogram: the last one takes the pairs a raw() rule puts in bin nbins (r == rmax, the
 // closed right edge) and is added to the window's last bin at the flush. It stays zero for
 // rules that clamp and for sweeps other than the last.
 __host__ __device__ constexpr int slots(int window) { return window + 1; }
+
+// Shared words of a packed window of `window` bins: two counters per word for slots(window)
+// counters, then the dummies.
+__host__ __device__ constexpr int packed_words(int window) {
+    return (slots(window) + 1) / 2 + kPackedDummies;
+}
 
 // Rules with raw(r2, u) (FloatRule): the unclamped bin, biased (float_rule.cuh).
 template <class Rule, class = void>
@@ -70,8 +71,8 @@ struct has_raw : std::false_type {};
 template <class Rule>
 struct has_raw<Rule, std::void_t<decltype(&Rule::raw)>> : std::true_type {};
 
-// Kernels that may take the dense path: no box, FloatRule from 0, 32-bit one-sweep windows,
-// no labels. There, when the host proved every pair of the frame within r_max (run()), a
+// Kernels that may take the dense path: no box, FloatRule from 0, one-sweep windows (32-bit
+// or packed), no labels. There, when the host proved every pair of the frame within r_max (run()), a
 // task whose i tile is full (no NaN padding) and that is not on a diagonal (no j > i test)
 // has no pair to leave out, so its increments need no predicate: no range test and no
 // branch around the atomic, four instructions less per pair (benchmarks/NOTES.md, GPU 15).
@@ -81,7 +82,7 @@ template <>
 constexpr bool is_zero_min<FloatRule<true>> = true;
 template <typename T, class Box, class Rule, bool Labels, bool Global, bool Windowed, bool Packed>
 constexpr bool kDenseKernel = std::is_same<T, float>::value && std::is_same<Box, NoBox<float>>::value &&
-                              is_zero_min<Rule> && !Labels && !Global && !Windowed && !Packed;
+                              is_zero_min<Rule> && !Labels && !Global && !Windowed;
 
 // Sum over the copies of bin k of a window of w bins (stride: slots(window)), with the slot
 // beyond the window folded into its last bin.
@@ -268,10 +269,9 @@ __device__ __forceinline__ uint32_t shared_fetch_add(uint32_t addr, uint32_t v) 
 // that half in between. Pairs that do not count increment a word of their lane beyond the
 // histogram (`dummy`, never read) instead of branching around the atomic, which would cost
 // a BSSY/BRA/BSYNC per pair (benchmarks/NOTES.md, GPU items 11-12).
-__device__ __forceinline__ void packed_inc(uint32_t base, uint32_t dummy, unsigned rel, bool take,
+// packed_add: inc (1 or 0x10000) into the word at addr, the dummy word when !take.
+__device__ __forceinline__ void packed_add(uint32_t addr, uint32_t inc, bool take,
                                            unsigned long long* bin_total, unsigned mult) {
-    const uint32_t inc = 1u + (rel & 1u) * 0xFFFFu;  // 1 or 0x10000
-    const uint32_t addr = take ? base + 2u * (rel & ~1u) : dummy;  // word rel / 2
     const uint32_t old = shared_fetch_add(addr, inc);
     const uint32_t half_mask = inc * 0xFFFFu;        // 0x0000FFFF or 0xFFFF0000
     const bool full = take & (((old ^ 0x7FFF7FFFu) & half_mask) == 0u);  // was 0x7FFF
@@ -282,6 +282,13 @@ __device__ __forceinline__ void packed_inc(uint32_t base, uint32_t dummy, unsign
                      : "memory");
         atomicAdd(bin_total, full ? static_cast<unsigned long long>(kPackedFlush) * mult : 0ull);
     }
+}
+
+// Bin rel of the window (words from base): word rel / 2, the half rel % 2.
+__device__ __forceinline__ void packed_inc(uint32_t base, uint32_t dummy, unsigned rel, bool take,
+                                           unsigned long long* bin_total, unsigned mult) {
+    const uint32_t inc = 1u + (rel & 1u) * 0xFFFFu;  // 1 or 0x10000
+    packed_add(take ? base + 2u * (rel & ~1u) : dummy, inc, take, bin_total, mult);
 }
 
 // All pairs of this thread's i atoms with the j atoms in shared memory. Tri: same-species
@@ -296,8 +303,9 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
                                            uint32_t dummy = 0u) {
     uint32_t base = Global ? 0u : static_cast<uint32_t>(__cvta_generic_to_shared(mine));
     // raw(): one LEA from the biased bin to the counter's address (float_rule.cuh)
-    constexpr bool kRaw = !Global && !Windowed && !Packed && has_raw<Rule>::value;
-    if constexpr (kRaw) base -= 4u * Rule::kBias;  // modulo 2^32, as the address sum is
+    // (packed: word u / 2 from base - 2 kBias, half u % 2, as kBias is even and lo = 0)
+    constexpr bool kRaw = !Global && !Windowed && has_raw<Rule>::value;
+    if constexpr (kRaw) base -= (Packed ? 2u : 4u) * Rule::kBias;  // modulo 2^32, as the sum is
     if (Packed) {
         // opaque to the compiler: kept in registers rather than recomputed after each
         // warp-uniform branch of packed_inc (S2R, MOV, LEA per pair otherwise)
@@ -319,6 +327,13 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
             if (Labels) take = take & (__float_as_int(aj.w) != __float_as_int(ai[r].w));
             if (Global) {
                 if (take) atomicAdd(out + b, static_cast<unsigned long long>(mult));
+            } else if constexpr (Packed && kRaw) {
+                static_assert(!Dense || (!Tri && !Labels), "dense: nothing masked");
+                const bool t = Dense || take;
+                const uint32_t inc = 1u + (u & 1u) * 0xFFFFu;  // 1 or 0x10000
+                // the totals of bin nbins (r == rmax) are those of bin nbins - 1
+                const int bin = min(static_cast<int>(u - Rule::kBias), w - 1);
+                packed_add(t ? base + 2u * (u & ~1u) : dummy, inc, t, out + bin, mult);
             } else if (Packed) {
                 const unsigned rel = static_cast<unsigned>(b - lo);
                 packed_inc(base, dummy, rel,
@@ -355,8 +370,8 @@ __global__ void __launch_bounds__(Threads)
     const int w = min(a.nbins - lo, a.window);
     const unsigned mult = (t.flags & kTwice) ? 2u : 1u;
     unsigned long long* out = a.out + static_cast<std::size_t>(t.pair) * a.nbins;
-    // Packed: (window + 1) / 2 words of two counters, then one dummy word per lane
-    const int half = (a.window + 1) / 2;
+    // Packed: (slots(window) + 1) / 2 words of two counters, then one dummy word per lane
+    const int half = (slots(a.window) + 1) / 2;
     const int stride = slots(a.window);
     uint32_t* mine = Packed ? hist : hist + ((threadIdx.x >> 5) % a.copies) * stride;
     const int words = Packed ? packed_words(a.window) : a.copies * stride;
@@ -397,10 +412,12 @@ __global__ void __launch_bounds__(Threads)
         __syncthreads();
         for (int k = threadIdx.x; k < half; k += Threads) {
             const uint32_t v = hist[k];
-            if (2 * k < w && (v & 0xFFFFu))
-                atomicAdd(out + lo + 2 * k, static_cast<unsigned long long>(v & 0xFFFFu) * mult);
-            if (2 * k + 1 < w && (v >> 16))
-                atomicAdd(out + lo + 2 * k + 1, static_cast<unsigned long long>(v >> 16) * mult);
+            // counter w (the slot beyond the window) belongs to bin w - 1
+            const int b0 = min(2 * k, w - 1), b1 = min(2 * k + 1, w - 1);
+            if (2 * k <= w && (v & 0xFFFFu))
+                atomicAdd(out + lo + b0, static_cast<unsigned long long>(v & 0xFFFFu) * mult);
+            if (2 * k + 1 <= w && (v >> 16))
+                atomicAdd(out + lo + b1, static_cast<unsigned long long>(v >> 16) * mult);
         }
     } else if (!Global) {
         __syncthreads();
@@ -762,7 +779,7 @@ struct Histogrammer::Impl {
     // counters (slots(window) of them), or (packed) two 16-bit counters per word.
     int window_cap(int threads, bool packed = false) const {
         long long cap = (static_cast<long long>(info.shared_per_block_optin) - threads * 16LL) / 4;
-        cap = packed ? 2 * (cap - kPackedDummies)  // inverse of packed_words
+        cap = packed ? 2 * (cap - kPackedDummies) - 2  // inverse of packed_words
                      : cap - 1;                      // inverse of slots
         if (max_window_bins > 0) cap = std::min<long long>(cap, max_window_bins);
         return static_cast<int>(std::max<long long>(cap, 1));
