@@ -150,7 +150,7 @@ def section_kernel(rng, args, results):
                 bapps = n * n / t / 1e9
                 launch = eng.last_launch
                 kern = f"{launch['kernel']}x{launch['sweeps']} {launch['rule']} t{launch['threads']}"
-                if launch.get("all_in_range"):
+                if launch.get("dense"):
                     kern += " dense"  # no box, frame within r_max: no range test
                 frac = float(out.sum()) / float(n * n) / time_frames.frames
                 rows.append([box_name, f"{n:,}", f"{nbins:,}", "cuda", kern, f"{t:.3f}",

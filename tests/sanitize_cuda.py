@@ -58,7 +58,7 @@ def main():
             out, eng = histogram("cuda", problem, frames=2, kernel=kernel)
         finally:
             del os.environ["FASTRDF_CUDA_BLOCK_THREADS"]
-        assert eng.last_launch["all_in_range"] and eng.last_launch["threads"] == int(threads)
+        assert eng.last_launch["dense"] and eng.last_launch["threads"] == int(threads)
         assert eng.last_launch["kernel"] == kernel
         assert np.array_equal(out, 2 * ref), ("dense", kernel, threads)
         n_cases += 1

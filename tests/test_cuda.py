@@ -478,7 +478,7 @@ def test_gpu_frames_with_every_pair_in_range(rng, monkeypatch, rmax, dense, laun
                            labels=labels)
     ref, _ = histogram("cpu", problem)
     out, eng = histogram("cuda", problem, kernel=kernel)
-    assert eng.last_launch["all_in_range"] is dense
+    assert eng.last_launch["dense"] is (dense and not labels)  # labels: never dense
     assert eng.last_launch["kernel"] == kernel
     assert eng.last_launch["threads"] == (1024 if launch == "packed" else int(launch))
     np.testing.assert_array_equal(out, ref)
@@ -488,11 +488,43 @@ def test_gpu_frames_with_every_pair_in_range(rng, monkeypatch, rmax, dense, laun
         assert (int(out.sum()) == int(expected)) == dense
 
 
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_dense_bound_keeps_its_margin(monkeypatch):
+    """The dense test must allow for rounding: here the frame's exact extent gives
+    ex² + ey² + ez² within hi2 (the largest float r² with sqrt(r²) <= r_max), yet the corner
+    pair's float r² rounds past hi2, so the CPU leaves it out. A frame like this is not
+    dense; without the host's margin it would be, and the full tiles of species 0 would
+    count the corner pairs."""
+    monkeypatch.setenv("FASTRDF_CUDA_BLOCK_THREADS", "256")
+    f32 = np.float32
+    rmax = f32(10.0)
+    hi2 = f32(rmax * rmax)
+    while np.sqrt(np.nextafter(hi2, f32(np.inf))) <= rmax:
+        hi2 = np.nextafter(hi2, f32(np.inf))
+    while np.sqrt(hi2) > rmax:
+        hi2 = np.nextafter(hi2, f32(0))
+    corner = np.array([6.1274333, 7.179447, 3.303045], f32)
+    exact = sum(float(c) ** 2 for c in corner)
+    r2 = f32(f32(f32(corner[0] * corner[0]) + f32(corner[1] * corner[1])) + f32(corner[2] * corner[2]))
+    assert exact <= float(hi2) < float(r2)  # the frame this test needs
+    coords = np.zeros((1025, 3), f32)  # species 0: 1024 atoms at the origin (full tiles)
+    coords[-1] = corner                # species 1: one atom at the far corner
+    problem = (coords, np.array([0, 1024, 1025], np.int64), np.array([[0, 1]], np.int32),
+               reference_edges(50, (0.0, 10.0)), Box(NO_BOX), None)
+    ref, _ = histogram("cpu", problem)
+    out, eng = histogram("cuda", problem)
+    assert ref.sum() == 0  # every pair is beyond r_max in float
+    assert eng.last_launch["dense"] is False
+    np.testing.assert_array_equal(out, ref)
+
+
 EDGE_LAUNCHES = {
     "auto": {},
     "threads-1024": {"threads": "1024"},
-    "sweeps": {"kernel": "shared", "max_window_bins": 97},
+    "sweeps": {"kernel": "shared", "max_window_bins": "third"},
     "packed": {"kernel": "packed"},
+    "packed-sweeps": {"kernel": "packed", "max_window_bins": "third"},
     "global": {"kernel": "global"},
     "cells": {"method": "cells"},
 }
@@ -521,12 +553,16 @@ def test_gpu_pairs_on_bin_edges(rng, monkeypatch, nbins, rmin, launch):
     problem = (coords, offsets, pairs, edges, Box(NO_BOX), None)
     ref, _ = histogram("cpu", problem)
     kw = dict(EDGE_LAUNCHES[launch])
+    if kw.get("max_window_bins") == "third":  # three or four windows
+        kw["max_window_bins"] = max(2, nbins // 3)
     if "threads" in kw:
         monkeypatch.setenv("FASTRDF_CUDA_BLOCK_THREADS", kw.pop("threads"))
     out, eng = histogram("cuda", problem, **kw)
     assert ref[0, -1] >= 41  # the r_max pairs are there to be counted
     np.testing.assert_array_equal(out, ref)
     assert eng.last_launch["method"] == ("cells" if launch == "cells" else "allpairs")
+    if "sweeps" in launch:
+        assert eng.last_launch["sweeps"] >= 3
     if launch == "threads-1024":
         assert eng.last_launch["threads"] == 1024
 

@@ -331,14 +331,15 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
                 static_assert(!Dense || (!Tri && !Labels), "dense: nothing masked");
                 const bool t = Dense || take;
                 const uint32_t inc = 1u + (u & 1u) * 0xFFFFu;  // 1 or 0x10000
-                // the totals of bin nbins (r == rmax) are those of bin nbins - 1
-                const int bin = min(static_cast<int>(u - Rule::kBias), w - 1);
+                // the totals of bin nbins (r == rmax) are those of bin nbins - 1; lanes that
+                // do not count (r < rmin: u below the bias) point at bin 0, as they add 0
+                const int bin = min(max(static_cast<int>(u - Rule::kBias), 0), w - 1);
                 packed_add(t ? base + 2u * (u & ~1u) : dummy, inc, t, out + bin, mult);
             } else if (Packed) {
                 const unsigned rel = static_cast<unsigned>(b - lo);
-                packed_inc(base, dummy, rel,
-                           Windowed ? (take & (rel < static_cast<unsigned>(w))) : take,
-                           out + lo + rel, mult);
+                const bool in_window = Windowed ? (take & (rel < static_cast<unsigned>(w))) : take;
+                // lanes that do not count add 0 to the totals of the window's first bin
+                packed_inc(base, dummy, rel, in_window, out + lo + (in_window ? rel : 0u), mult);
             } else if (Windowed) {
                 const unsigned rel = static_cast<unsigned>(b - lo);
                 shared_inc_if(base + 4u * rel, take & (rel < static_cast<unsigned>(w)));
@@ -1202,6 +1203,10 @@ struct Histogrammer::Impl {
              : packed ? std::size_t(packed_words(launch.window)) * 4
                       : std::size_t(launch.copies) * slots(launch.window) * 4);
         const dim3 grid(static_cast<unsigned>(n_tasks), static_cast<unsigned>(launch.sweeps));
+        // whether the dense kernels run (their full tiles off the diagonal): the template
+        // condition with this launch's labels, kernel and sweeps
+        launch.dense = a.all_in_range && !labels && !global && launch.sweeps == 1 &&
+                       kDenseKernel<T, Box, Rule, false, false, false, false>;
         auto go = [&](auto kernel) {
             if (smem > 48 * 1024)
                 check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -1347,9 +1352,12 @@ struct Histogrammer::Impl {
         a.window = launch.window;
         a.copies = std::max(launch.copies, 1);
         // No box and every pair within r_max (the dense path of the all-pairs kernel): a
-        // pair's float r2 = (dx^2 + dy^2) + dz^2, rounded at each step, with |dx| <= the
-        // frame's extent along x and so on; rounding is monotone, so r2 <= (ex^2 + ey^2 +
-        // ez^2) (1 + 2^-24)^4 < e2 (1 + 2^-20), and the frame is dense when that is <= hi2.
+        // pair's float r2 = (dx^2 + dy^2) + dz^2, rounded at each step, with the exact
+        // |xj - xi| <= ex = hi_x - lo_x and so on; rounding is monotone and each of the five
+        // roundings (difference, square, two sums) adds at most a factor 1 + 2^-24, so
+        // r2 <= (ex^2 + ey^2 + ez^2) (1 + 2^-24)^5 < e2 (1 + 2^-20), and the frame is dense
+        // when that is <= hi2. (tests/test_cuda.py has a frame whose corner pair rounds past
+        // hi2 while e2 itself does not.)
         a.all_in_range = 0;
         if constexpr (std::is_same<T, float>::value) {
             if (p.box_kind == kNoBox && float_ok && n > 0) {
@@ -1361,7 +1369,6 @@ struct Histogrammer::Impl {
                 a.all_in_range = e2 * (1.0 + 0x1p-20) <= double(float_rule.hi2);
             }
         }
-        launch.all_in_range = !use_cells && a.all_in_range;
         const T* dev_edges = std::is_same<T, double>::value
                                  ? reinterpret_cast<const T*>(dev_edges_d.ptr)
                                  : reinterpret_cast<const T*>(dev_edges_f.ptr);

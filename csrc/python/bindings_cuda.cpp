@@ -94,7 +94,7 @@ class CudaHistogrammer {
         d["method"] = l.method;
         d["cells"] = py::make_tuple(l.cells[0], l.cells[1], l.cells[2]);
         d["cell_k"] = l.cell_k;
-        d["all_in_range"] = l.all_in_range;
+        d["dense"] = l.dense;
         return d;
     }
 

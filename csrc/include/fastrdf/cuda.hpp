@@ -55,7 +55,8 @@ struct LaunchInfo {
     std::string method;  // "allpairs" or "cells"
     int cells[3] = {0, 0, 0};  // cell grid (method "cells")
     int cell_k = 0;
-    bool all_in_range = false;  // no box, every pair within r_max: full tiles skip the range test
+    bool dense = false;  // no box, every pair within r_max (host bound), no labels, one sweep of
+                         // shared counters: full tiles off the diagonal skip the range test
 };
 
 // One device's persistent engine: device buffers, pinned host buffers, streams and events are
