@@ -101,23 +101,12 @@ int main(int argc, char** argv) {
       cfg.attrs = at; cfg.numAttrs = 1;
       int nclusters = 0;
       if (cs > 1) { CK(cudaOccupancyMaxActiveClusters(&nclusters, kernel, &cfg)); }
-      CK(cudaMemset(dout, 0, nbins * 8));
-      CK(cudaLaunchKernelEx(&cfg, kernel, (const float4*)da, ni, (const float4*)db, nj, rule, nbins, dout, jper));
-      CK(cudaDeviceSynchronize());
-      cudaEvent_t e0, e1; cudaEventCreate(&e0); cudaEventCreate(&e1);
-      CK(cudaMemset(dout, 0, nbins * 8));
-      cudaEventRecord(e0);
-      const int reps = 3;
-      for (int r = 0; r < reps; ++r)
+      const MicroTiming t = time_launches([&] {
         CK(cudaLaunchKernelEx(&cfg, kernel, (const float4*)da, ni, (const float4*)db, nj, rule, nbins, dout, jper));
-      cudaEventRecord(e1); CK(cudaEventSynchronize(e1));
-      float ms; cudaEventElapsedTime(&ms, e0, e1); ms /= reps;
-      std::vector<unsigned long long> h(nbins);
-      CK(cudaMemcpy(h.data(), dout, nbins * 8, cudaMemcpyDeviceToHost));
-      unsigned long long s = 0, w = 0; for (int k = 0; k < nbins; ++k) { s += h[k]; w += h[k] * (k + 1); }
+      }, dout, nbins);
       const double pairs = (double)ni * nj;
       printf("| %s | %d (%d active) | %d | %d | %zu | %.2f | %.0f | %llu/%llu |\n", name, cs, nclusters, T, nbins,
-             smem / 1024, ms, pairs / ms / 1e6, s / reps, w / reps);
+             smem / 1024, t.ms, pairs / t.ms / 1e6, t.sum, t.weighted);
       fflush(stdout);
     };
     run(kern<false, 1, 1024, 2>, "hash", 1, 1024, 2);

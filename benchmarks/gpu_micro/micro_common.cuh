@@ -41,6 +41,30 @@ __device__ __forceinline__ void all_pairs(const float4* __restrict__ a, int ni, 
   }
 }
 
+// Times `launch` (one warm-up launch, then the mean of three) into the nbins uint64 counts at
+// dout, and gives the counts' sum and bin-weighted sum per launch (checksums of the histogram).
+struct MicroTiming {
+  float ms;
+  unsigned long long sum, weighted;
+};
+template <class Launch>
+inline MicroTiming time_launches(Launch&& launch, unsigned long long* dout, int nbins) {
+  CK(cudaMemset(dout, 0, nbins * 8));
+  launch();  // warm
+  CK(cudaDeviceSynchronize());
+  cudaEvent_t e0, e1; cudaEventCreate(&e0); cudaEventCreate(&e1);
+  CK(cudaMemset(dout, 0, nbins * 8));
+  cudaEventRecord(e0);
+  const int reps = 3;
+  for (int r = 0; r < reps; ++r) launch();
+  cudaEventRecord(e1); CK(cudaEventSynchronize(e1));
+  float ms; cudaEventElapsedTime(&ms, e0, e1);
+  std::vector<unsigned long long> h(nbins);
+  CK(cudaMemcpy(h.data(), dout, nbins * 8, cudaMemcpyDeviceToHost));
+  unsigned long long s = 0, w = 0; for (int k = 0; k < nbins; ++k) { s += h[k]; w += h[k] * (k + 1); }
+  return MicroTiming{ms / reps, s / reps, w / reps};
+}
+
 // ni and nj random points in a 100 A cube (seed 1), copied to the device.
 inline void random_points(int ni, int nj, float4** da, float4** db) {
   std::vector<float4> ha(ni), hb(nj);

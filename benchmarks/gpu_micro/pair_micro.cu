@@ -145,23 +145,12 @@ int main(int argc, char** argv) {
       CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
       const int jper = 8192;
       dim3 grid((ni + kThreads * R - 1) / (kThreads * R), (nj + jper - 1) / jper);
-      CK(cudaMemset(dout, 0, nbins * 8));
-      kernel<<<grid, kThreads, smem>>>(da, ni, db, nj, ru, nbins, dt2, dout, jper);  // warm
-      CK(cudaDeviceSynchronize());
-      cudaEvent_t e0, e1; cudaEventCreate(&e0); cudaEventCreate(&e1);
-      CK(cudaMemset(dout, 0, nbins * 8));
-      cudaEventRecord(e0);
-      const int reps = 3;
-      for (int r = 0; r < reps; ++r)
+      const MicroTiming t = time_launches([&] {
         kernel<<<grid, kThreads, smem>>>(da, ni, db, nj, ru, nbins, dt2, dout, jper);
-      cudaEventRecord(e1); CK(cudaEventSynchronize(e1));
-      float ms; cudaEventElapsedTime(&ms, e0, e1); ms /= reps;
-      std::vector<unsigned long long> h(nbins);
-      CK(cudaMemcpy(h.data(), dout, nbins * 8, cudaMemcpyDeviceToHost));
-      unsigned long long s = 0, w = 0; for (int k = 0; k < nbins; ++k) { s += h[k]; w += h[k] * (k + 1); }
+      }, dout, nbins);
       const double pairs = (double)ni * nj;
-      printf("| %s | %d | %d | %.2f | %.0f | %.2f | %llu/%llu |\n", name, R, nbins, ms, pairs / ms / 1e6,
-             pairs / (ms * 1e-3) / (prop.multiProcessorCount * 1.98e9), s / reps, w / reps);
+      printf("| %s | %d | %d | %.2f | %.0f | %.2f | %llu/%llu |\n", name, R, nbins, t.ms, pairs / t.ms / 1e6,
+             pairs / (t.ms * 1e-3) / (prop.multiProcessorCount * 1.98e9), t.sum, t.weighted);
       fflush(stdout);
     };
     run(kern<0, 2>, "exact", 2, 0);

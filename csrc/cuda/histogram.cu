@@ -61,8 +61,9 @@ __host__ __device__ constexpr int slots(int window) { return window + 1; }
 
 // Shared words of a packed window of `window` bins: two counters per word for slots(window)
 // counters, then the dummies.
+__host__ __device__ constexpr int packed_counter_words(int window) { return (slots(window) + 1) / 2; }
 __host__ __device__ constexpr int packed_words(int window) {
-    return (slots(window) + 1) / 2 + kPackedDummies;
+    return packed_counter_words(window) + kPackedDummies;
 }
 
 // Rules with raw(r2, u) (FloatRule): the unclamped bin, biased (float_rule.cuh).
@@ -371,8 +372,8 @@ __global__ void __launch_bounds__(Threads)
     const int w = min(a.nbins - lo, a.window);
     const unsigned mult = (t.flags & kTwice) ? 2u : 1u;
     unsigned long long* out = a.out + static_cast<std::size_t>(t.pair) * a.nbins;
-    // Packed: (slots(window) + 1) / 2 words of two counters, then one dummy word per lane
-    const int half = (slots(a.window) + 1) / 2;
+    // Packed: words of two counters, then one dummy word per lane
+    const int half = packed_counter_words(a.window);
     const int stride = slots(a.window);
     uint32_t* mine = Packed ? hist : hist + ((threadIdx.x >> 5) % a.copies) * stride;
     const int words = Packed ? packed_words(a.window) : a.copies * stride;

@@ -31,7 +31,6 @@ namespace gpu {
 template <bool ZeroMin = false>
 struct FloatRule {
     static constexpr uint32_t kBias = 0x4B000000u;  // bits of 2^23: u - kBias = trunc(f)
-    static constexpr bool kZeroMin = ZeroMin;
     float lo2, hi2;  // r2 in range iff lo2 <= r2 <= hi2
     float rmin, norm;
     int last;        // nbins - 1
