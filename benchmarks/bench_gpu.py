@@ -151,7 +151,12 @@ def section_kernel(rng, args, results):
                 launch = eng.last_launch
                 kern = f"{launch['kernel']}x{launch['sweeps']} {launch['rule']} t{launch['threads']}"
                 if launch.get("dense"):
-                    kern += " dense"  # no box, frame within r_max: no range test
+                    kern += " dense"  # every pair within r_max (host bound): no range test
+                common, chunks = launch.get("image_chunks", (0, 0))
+                if launch.get("sorted"):
+                    kern += " sorted"  # periodic frame in spatial order
+                if chunks:
+                    kern += f" 1img {100.0 * common / chunks:.0f}%"  # chunks with one image
                 frac = float(out.sum()) / float(n * n) / time_frames.frames
                 rows.append([box_name, f"{n:,}", f"{nbins:,}", "cuda", kern, f"{t:.3f}",
                              f"{bapps:.0f}", f"{frac:.2f}", f"{bapps / cpu_bapps:.0f}"])

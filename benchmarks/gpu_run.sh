@@ -6,6 +6,7 @@
 #           cells[:ARGS] (benchmarks/bench_cells.py --device cuda, ARGS ':'-separated)
 #           py:SCRIPT[:ARGS] (any script of the repository, e.g. py:benchmarks/bench_species.py:generated)
 #           pytest:FILE (one test file, stop at the first failure)
+#           env:VAR=VALUE (exported for the stages after it, e.g. env:FASTRDF_CUDA_COMMON_IMAGE=off)
 #
 # Prepare on a machine with network first (carry .whl and .gpudata with the call):
 #   bash ../shared/gpu/bundle.sh --dask TPR XTC GRO      # MDAnalysis, dask, the adk data
@@ -58,6 +59,8 @@ for s in $stages; do
     pytest:*)
       python3 -m pytest -q -p no:cacheprovider -rs -x "$src/tests/${s#pytest:}" 2>&1 | tee -a "$OUT/pytest-part.log" | tail -25
       [ "${PIPESTATUS[0]}" = 0 ] || rc=1 ;;
+    env:*)  # env:VAR=VALUE: set for the stages after it (env:VAR= to clear)
+      export "${s#env:}"; echo "   export ${s#env:}" ;;
     *) echo "unknown stage $s"; rc=1 ;;
   esac
 done

@@ -22,6 +22,8 @@ from test_cuda import BOXES, histogram, make_problem  # noqa: E402
 def main():
     rng = np.random.default_rng(5)
     n_cases = 0
+    # periodic all-pairs frames in spatial order: chunks with one image and chunks without
+    os.environ["FASTRDF_CUDA_COMMON_IMAGE"] = "always"
     for box_name in BOXES:
         for precision in ("single", "double"):
             for labels in (False, True):
@@ -49,18 +51,23 @@ def main():
                 assert eng.last_launch["threads"] == 1024
                 assert np.array_equal(out, 2 * ref), (box_name, precision, labels, "wide")
                 n_cases += 1
-    # dense frames (no box, every pair within r_max): full tiles increment without a predicate
-    for kernel, threads in (("shared", "256"), ("shared", "1024"), ("packed", "1024")):
+    # dense frames (every pair within r_max, no box or orthorhombic): full tiles increment
+    # without a predicate
+    for box_name, rmax, kernel, threads in (("none", 70.0, "shared", "256"),
+                                            ("none", 70.0, "shared", "1024"),
+                                            ("none", 70.0, "packed", "1024"),
+                                            ("ortho", 26.0, "shared", "1024"),
+                                            ("ortho", 26.0, "packed", "1024")):
         os.environ["FASTRDF_CUDA_BLOCK_THREADS"] = threads
         try:
-            problem = make_problem(rng, "none", sizes=(2100, 600, 61), nbins=100, rmax=70.0)
+            problem = make_problem(rng, box_name, sizes=(2100, 600, 61), nbins=100, rmax=rmax)
             ref, _ = histogram("cpu", problem)
             out, eng = histogram("cuda", problem, frames=2, kernel=kernel)
         finally:
             del os.environ["FASTRDF_CUDA_BLOCK_THREADS"]
         assert eng.last_launch["dense"] and eng.last_launch["threads"] == int(threads)
         assert eng.last_launch["kernel"] == kernel
-        assert np.array_equal(out, 2 * ref), ("dense", kernel, threads)
+        assert np.array_equal(out, 2 * ref), ("dense", box_name, kernel, threads)
         n_cases += 1
     # cell lists: shared and global kernels, periodic and not, labels, a flush of the block's
     # histogram (tiny system: forced by the problem's size limits only, so just the paths)

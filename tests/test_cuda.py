@@ -589,3 +589,119 @@ def test_gpu_fast_rule_on_bin_edges(rng, nbins):
     assert eng.last_launch["rule"] == "fast" and eng_exact.last_launch["rule"] == "exact"
     np.testing.assert_array_equal(exact, ref)
     np.testing.assert_array_equal(fast, ref)
+
+
+# ------------------------------------------------------------------------------------------
+# one image per chunk of j atoms (periodic boxes)
+# ------------------------------------------------------------------------------------------
+
+
+def unwrapped(rng, coords, box_name, fraction=0.3):
+    """Moves a fraction of the atoms by random lattice vectors (up to two cells each way), as
+    an unwrapped trajectory has them: displacements then need shifts of several cells."""
+    dims = BOXES[box_name]
+    from conftest import box_matrix
+
+    b = box_matrix(dims).astype(np.float32)
+    out = coords.copy()
+    moved = rng.random(len(out)) < fraction
+    shifts = rng.integers(-2, 3, (int(moved.sum()), 3)).astype(np.float32)
+    out[moved] = (out[moved] + shifts @ b).astype(np.float32)
+    return out
+
+
+@pytest.mark.parametrize("labels", [False, True], ids=["all", "labels"])
+@pytest.mark.parametrize("precision", ["single", "double"])
+@pytest.mark.parametrize("mode", ["always", "off"])
+@pytest.mark.parametrize("box_name", ["ortho", "ortho_scaled", "triclinic", "triclinic_multi"])
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_one_image_per_chunk_matches_cpu(rng, monkeypatch, box_name, mode, precision, labels):
+    """FASTRDF_CUDA_COMMON_IMAGE=always sorts the frame spatially and lets a warp take one
+    image for a chunk of 32 j atoms when the extreme corners of the chunk's bounding box
+    get the same image indices for every row (common_image); 'off' does neither. Both give
+    the CPU kernel's histogram bit for bit, with a third of the atoms moved by up to two
+    cells (unwrapped), so that shifts other than 0 and chunks needing several images occur;
+    the statistics show that both kinds of chunk ran."""
+    monkeypatch.setenv("FASTRDF_CUDA_COMMON_IMAGE", mode)
+    coords, offsets, pairs, edges, box, lab = make_problem(
+        rng, box_name, sizes=(3000, 2100, 700), pairs=((0, 0), (0, 1), (1, 2), (2, 2)),
+        labels=labels)
+    problem = (unwrapped(rng, coords, box_name), offsets, pairs, edges, box, lab)
+    ref, _ = histogram("cpu", problem, precision)
+    out, eng = histogram("cuda", problem, precision, method="allpairs")
+    np.testing.assert_array_equal(out, ref)
+    assert out.sum() > 0
+    common, total = eng.last_launch["image_chunks"]
+    assert eng.last_launch["sorted"] is (mode == "always")
+    if mode == "always":
+        assert 0 < common < total, (common, total)
+    else:
+        assert common == 0 and total > 0
+
+
+@pytest.mark.parametrize("box_name", ["ortho", "triclinic"])
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_one_image_on_half_box_ties(monkeypatch, box_name):
+    """Displacements of exactly half a box length (d / L = 0.5: nint's tie, which rounds to
+    even) and one float step either side, on a lattice whose chunks end exactly there: the
+    chunks that take one image and those that do not agree with the CPU bit for bit."""
+    monkeypatch.setenv("FASTRDF_CUDA_COMMON_IMAGE", "always")
+    f32 = np.float32
+    if box_name == "ortho":
+        dims = np.array([32.0, 16.0, 8.0, 90, 90, 90])
+    else:
+        dims = np.array([32.0, 16.0, 16.0, 90, 90, 60])
+    from conftest import box_matrix
+
+    b = box_matrix(dims).astype(np.float64)
+    g = np.stack(np.meshgrid(np.arange(64), np.arange(8), np.arange(4), indexing="ij"), -1)
+    frac = g.reshape(-1, 3) / np.array([64.0, 8.0, 4.0])
+    lat = (frac @ b).astype(f32)  # a 0.5 Å lattice along x: pairs at exactly 16 Å
+    nudged = lat.copy()
+    nudged[::3, 0] = np.nextafter(nudged[::3, 0], f32(99))
+    nudged[1::3, 0] = np.nextafter(nudged[1::3, 0], f32(-99))
+    coords = np.concatenate([lat, nudged]).astype(f32)
+    n = len(lat)
+    offsets = np.array([0, n, 2 * n], np.int64)
+    pairs = np.array([[0, 0], [0, 1], [1, 1]], np.int32)
+    problem = (coords, offsets, pairs, reference_edges(400, (0.0, 18.0)), prepare_box(dims), None)
+    ref, _ = histogram("cpu", problem)
+    out, eng = histogram("cuda", problem, method="allpairs")
+    np.testing.assert_array_equal(out, ref)
+    common, total = eng.last_launch["image_chunks"]
+    assert 0 < common < total, (common, total)
+
+
+@pytest.mark.parametrize("rmax,dense", [(26.0, True), (25.0, False)], ids=["dense", "not-dense"])
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_orthorhombic_frames_with_every_image_in_range(rng, monkeypatch, rmax, dense):
+    """Orthorhombic box with r_max beyond half its diagonal (25.3 Å here): every minimum-image
+    pair is in range, the host proves it (with margins for rounding) and full tiles skip the
+    range test; at 25 Å they do not. Bit for bit with the CPU either way, unwrapped atoms
+    included (the bound allows for the coordinates' extent)."""
+    monkeypatch.setenv("FASTRDF_CUDA_BLOCK_THREADS", "256")
+    dims = np.array([31.0, 27.5, 29.0, 90, 90, 90])
+    coords = random_positions_in_box(rng, 4000, dims)[0]
+    coords[::7] += np.float32(31.0)  # one cell over along x
+    n = np.array([2600, 1400])
+    problem = (coords, np.array([0, n[0], 4000], np.int64),
+               np.array([[0, 0], [0, 1], [1, 1]], np.int32), reference_edges(500, (0.0, rmax)),
+               prepare_box(dims), None)
+    assert np.sqrt((dims[:3] ** 2).sum()) / 2 < 26.0
+    ref, _ = histogram("cpu", problem)
+    out, eng = histogram("cuda", problem, method="allpairs")
+    assert eng.last_launch["dense"] is dense
+    np.testing.assert_array_equal(out, ref)
+    expected = n[0] * n[0] + n[0] * n[1] + n[1] * n[1]
+    assert (int(out.sum()) == int(expected)) == dense
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_common_image_bad_value(rng, monkeypatch):
+    monkeypatch.setenv("FASTRDF_CUDA_COMMON_IMAGE", "sometimes")
+    with pytest.raises(ValueError, match="FASTRDF_CUDA_COMMON_IMAGE"):
+        histogram("cuda", make_problem(rng, "ortho"))

@@ -66,6 +66,18 @@ __host__ __device__ constexpr int packed_words(int window) {
     return packed_counter_words(window) + kPackedDummies;
 }
 
+// Shared bytes of a j tile of `threads` atoms (float4 each) and of the bounds of its chunks
+// of kChunk atoms (two float4 each: lowest and highest x, y, z), which the periodic kernels
+// use to take one image per chunk (common_image, geometry.hpp).
+constexpr int kChunk = 32;
+enum { kImageAuto = 0, kImageAlways = 1, kImageOff = 2 };
+// auto: sort a periodic all-pairs frame when its atoms have this many pairs each on average
+// (the host's counting sort costs about as much per atom as ~10^4 pair evaluations on the GPU)
+constexpr double kSortPairsPerAtom = 16384.0;
+__host__ __device__ constexpr int tile_bytes(int threads) {
+    return threads * 16 + (threads / kChunk) * 32;
+}
+
 // Rules with raw(r2, u) (FloatRule): the unclamped bin, biased (float_rule.cuh).
 template <class Rule, class = void>
 struct has_raw : std::false_type {};
@@ -82,8 +94,15 @@ constexpr bool is_zero_min = false;
 template <>
 constexpr bool is_zero_min<FloatRule<true>> = true;
 template <typename T, class Box, class Rule, bool Labels, bool Global, bool Windowed, bool Packed>
-constexpr bool kDenseKernel = std::is_same<T, float>::value && std::is_same<Box, NoBox<float>>::value &&
+constexpr bool kDenseKernel = std::is_same<T, float>::value &&
+                              (std::is_same<Box, NoBox<float>>::value ||
+                               std::is_same<Box, OrthoBox<float>>::value) &&
                               is_zero_min<Rule> && !Labels && !Global && !Windowed;
+
+// Periodic boxes: the kernels load the bounds of every chunk of j atoms with the tile and try
+// one image per chunk (tile_pairs).
+template <class Box>
+constexpr bool kPeriodic = !std::is_same<Box, NoBox<float>>::value && !std::is_same<Box, NoBox<double>>::value;
 
 // Sum over the copies of bin k of a window of w bins (stride: slots(window)), with the slot
 // beyond the window folded into its last bin.
@@ -177,7 +196,9 @@ struct KernelArgs {
     int nbins;
     int window;  // bins per sweep (shared kernel)
     int copies;  // sub-histograms per block (shared kernel)
-    int all_in_range;  // no box and no pair of the frame beyond r_max (host bound, run())
+    int all_in_range;  // no pair of the frame beyond r_max (host bound, run())
+    int chunk_images;  // periodic: try one image per chunk of j atoms (common_image)
+    unsigned long long* stats;  // [chunks with one image, chunks], summed over warps
 };
 
 // Bin rules: rule(r2, k) is true when the squared distance r2 is in range, and then k is its
@@ -292,16 +313,58 @@ __device__ __forceinline__ void packed_inc(uint32_t base, uint32_t dummy, unsign
     packed_add(take ? base + 2u * (rel & ~1u) : dummy, inc, take, bin_total, mult);
 }
 
+// Loads atom j of a tile (when valid) into jt[threadIdx.x] and, for periodic boxes, the
+// bounds of each chunk of kChunk atoms into jbox[2 c] (lowest x, y, z) and jbox[2 c + 1]
+// (highest): one warp per chunk, so the tile's size is a multiple of kChunk. A chunk with no
+// valid atom gets empty bounds, but no caller reaches it.
+template <class Box>
+__device__ __forceinline__ void load_tile(float4* jt, float4* jbox, const float4* atoms, int j,
+                                          bool valid) {
+    const float inf = __int_as_float(0x7f800000);
+    float4 v = make_float4(inf, inf, inf, 0.f);
+    if (valid) {
+        v = atoms[j];
+        jt[threadIdx.x] = v;
+    }
+    if constexpr (kPeriodic<Box>) {
+        float lx = v.x, ly = v.y, lz = v.z;
+        float hx = valid ? v.x : -inf, hy = valid ? v.y : -inf, hz = valid ? v.z : -inf;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            lx = fminf(lx, __shfl_xor_sync(0xFFFFFFFFu, lx, o));
+            ly = fminf(ly, __shfl_xor_sync(0xFFFFFFFFu, ly, o));
+            lz = fminf(lz, __shfl_xor_sync(0xFFFFFFFFu, lz, o));
+            hx = fmaxf(hx, __shfl_xor_sync(0xFFFFFFFFu, hx, o));
+            hy = fmaxf(hy, __shfl_xor_sync(0xFFFFFFFFu, hy, o));
+            hz = fmaxf(hz, __shfl_xor_sync(0xFFFFFFFFu, hz, o));
+        }
+        if ((threadIdx.x & 31) == 0) {
+            const int c = static_cast<int>(threadIdx.x) / kChunk;
+            jbox[2 * c] = make_float4(lx, ly, lz, 0.f);
+            jbox[2 * c + 1] = make_float4(hx, hy, hz, 0.f);
+        }
+    }
+}
+
 // All pairs of this thread's i atoms with the j atoms in shared memory. Tri: same-species
 // task on the diagonal, only j > i counts. Padding i atoms are NaN: never in range. Every
 // pair is computed; exclusions (Tri, Labels) and the range only mask the increment.
+//
+// Periodic boxes go chunk by chunk (kChunk j atoms, bounds in jbox): each thread asks whether
+// every displacement from its i atoms to the chunk's bounding box gets one image
+// (common_image, geometry.hpp: the index functions are monotone, so the two extreme corners
+// decide); when every lane of the warp can (padding rows count as able: their NaN pairs never
+// count), the chunk's pairs take that shift and only reduce() per pair, the same r2 bit for
+// bit, else each pair its own image. With spatially sorted atoms (run()) most chunks can.
+// chunks[0] counts the chunks that took one image, chunks[1] all chunks (per warp).
 template <typename T, class Box, class Rule, bool Labels, bool Global, bool Windowed, bool Tri,
           bool Packed = false, int R = kRows, bool Dense = false>
 __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii)[R],
-                                           const float4* jt, int jb, int nj, const Box& box,
-                                           const Rule& rule, unsigned long long* out,
-                                           unsigned mult, uint32_t* mine, int lo, int w,
-                                           uint32_t dummy = 0u) {
+                                           const float4* jt, const float4* jbox, int jb, int nj,
+                                           const Box& box, const Rule& rule,
+                                           unsigned long long* out, unsigned mult, uint32_t* mine,
+                                           int lo, int w, uint32_t dummy, bool chunk_images,
+                                           unsigned (&chunks)[2]) {
     uint32_t base = Global ? 0u : static_cast<uint32_t>(__cvta_generic_to_shared(mine));
     // raw(): one LEA from the biased bin to the counter's address (float_rule.cuh)
     // (packed: word u / 2 from base - 2 kBias, half u % 2, as kBias is even and lo = 0)
@@ -313,46 +376,95 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
         asm volatile("" : "+r"(base));
         asm volatile("" : "+r"(dummy));
     }
-    for (int k = 0; k < nj; ++k) {
-        const float4 aj = jt[k];
+    // bins the pair (i = row r, j = jb + k) at squared distance r2
+    auto count = [&](T r2, int k, int r, const float4& aj) {
+        int b = 0;
+        uint32_t u = 0;
+        bool take;
+        if constexpr (kRaw) take = rule.raw(r2, u);
+        else take = rule(r2, b);
+        if (Tri) take = take & (jb + k > ii[r]);
+        if (Labels) take = take & (__float_as_int(aj.w) != __float_as_int(ai[r].w));
+        if (Global) {
+            if (take) atomicAdd(out + b, static_cast<unsigned long long>(mult));
+        } else if constexpr (Packed && kRaw) {
+            static_assert(!Dense || (!Tri && !Labels), "dense: nothing masked");
+            const bool t = Dense || take;
+            const uint32_t inc = 1u + (u & 1u) * 0xFFFFu;  // 1 or 0x10000
+            // the totals of bin nbins (r == rmax) are those of bin nbins - 1; lanes that
+            // do not count (r < rmin: u below the bias) point at bin 0, as they add 0
+            const int bin = min(max(static_cast<int>(u - Rule::kBias), 0), w - 1);
+            packed_add(t ? base + 2u * (u & ~1u) : dummy, inc, t, out + bin, mult);
+        } else if (Packed) {
+            const unsigned rel = static_cast<unsigned>(b - lo);
+            const bool in_window = Windowed ? (take & (rel < static_cast<unsigned>(w))) : take;
+            // lanes that do not count add 0 to the totals of the window's first bin
+            packed_inc(base, dummy, rel, in_window, out + lo + (in_window ? rel : 0u), mult);
+        } else if (Windowed) {
+            const unsigned rel = static_cast<unsigned>(b - lo);
+            shared_inc_if(base + 4u * rel, take & (rel < static_cast<unsigned>(w)));
+        } else if constexpr (Dense) {
+            static_assert(kRaw && !Tri && !Labels, "dense: raw bins, nothing masked");
+            shared_inc(base + 4u * u);
+        } else if constexpr (kRaw) {
+            shared_inc_if(base + 4u * u, take);
+        } else {
+            shared_inc_if(base + 4u * static_cast<unsigned>(b), take);
+        }
+    };
+    if constexpr (!kPeriodic<Box>) {
+        for (int k = 0; k < nj; ++k) {
+            const float4 aj = jt[k];
 #pragma unroll
-        for (int r = 0; r < R; ++r) {
-            const T r2 = box.dist2(static_cast<T>(aj.x - ai[r].x), static_cast<T>(aj.y - ai[r].y),
-                                   static_cast<T>(aj.z - ai[r].z));
-            int b = 0;
-            uint32_t u = 0;
-            bool take;
-            if constexpr (kRaw) take = rule.raw(r2, u);
-            else take = rule(r2, b);
-            if (Tri) take = take & (jb + k > ii[r]);
-            if (Labels) take = take & (__float_as_int(aj.w) != __float_as_int(ai[r].w));
-            if (Global) {
-                if (take) atomicAdd(out + b, static_cast<unsigned long long>(mult));
-            } else if constexpr (Packed && kRaw) {
-                static_assert(!Dense || (!Tri && !Labels), "dense: nothing masked");
-                const bool t = Dense || take;
-                const uint32_t inc = 1u + (u & 1u) * 0xFFFFu;  // 1 or 0x10000
-                // the totals of bin nbins (r == rmax) are those of bin nbins - 1; lanes that
-                // do not count (r < rmin: u below the bias) point at bin 0, as they add 0
-                const int bin = min(max(static_cast<int>(u - Rule::kBias), 0), w - 1);
-                packed_add(t ? base + 2u * (u & ~1u) : dummy, inc, t, out + bin, mult);
-            } else if (Packed) {
-                const unsigned rel = static_cast<unsigned>(b - lo);
-                const bool in_window = Windowed ? (take & (rel < static_cast<unsigned>(w))) : take;
-                // lanes that do not count add 0 to the totals of the window's first bin
-                packed_inc(base, dummy, rel, in_window, out + lo + (in_window ? rel : 0u), mult);
-            } else if (Windowed) {
-                const unsigned rel = static_cast<unsigned>(b - lo);
-                shared_inc_if(base + 4u * rel, take & (rel < static_cast<unsigned>(w)));
-            } else if constexpr (Dense) {
-                static_assert(kRaw && !Tri && !Labels, "dense: raw bins, nothing masked");
-                shared_inc(base + 4u * u);
-            } else if constexpr (kRaw) {
-                shared_inc_if(base + 4u * u, take);
+            for (int r = 0; r < R; ++r)
+                count(box.dist2(static_cast<T>(aj.x - ai[r].x), static_cast<T>(aj.y - ai[r].y),
+                                static_cast<T>(aj.z - ai[r].z)),
+                      k, r, aj);
+        }
+    } else {
+        for (int c0 = 0; c0 < nj; c0 += kChunk) {
+            const int c1 = min(c0 + kChunk, nj);
+            const float4 bl = jbox[2 * (c0 / kChunk)], bh = jbox[2 * (c0 / kChunk) + 1];
+            T s[R][3];
+            bool one = chunk_images;
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+                const T dl[3] = {static_cast<T>(bl.x - ai[r].x), static_cast<T>(bl.y - ai[r].y),
+                                 static_cast<T>(bl.z - ai[r].z)};
+                const T dh[3] = {static_cast<T>(bh.x - ai[r].x), static_cast<T>(bh.y - ai[r].y),
+                                 static_cast<T>(bh.z - ai[r].z)};
+                one = one & (box.common_image(dl, dh, s[r]) | (ai[r].x != ai[r].x));
+            }
+            ++chunks[1];
+            if (__all_sync(0xFFFFFFFFu, one)) {
+                ++chunks[0];
+                for (int k = c0; k < c1; ++k) {
+                    const float4 aj = jt[k];
+#pragma unroll
+                    for (int r = 0; r < R; ++r)
+                        count(box.reduce(static_cast<T>(aj.x - ai[r].x), static_cast<T>(aj.y - ai[r].y),
+                                         static_cast<T>(aj.z - ai[r].z), s[r]),
+                              k, r, aj);
+                }
             } else {
-                shared_inc_if(base + 4u * static_cast<unsigned>(b), take);
+                for (int k = c0; k < c1; ++k) {
+                    const float4 aj = jt[k];
+#pragma unroll
+                    for (int r = 0; r < R; ++r)
+                        count(box.dist2(static_cast<T>(aj.x - ai[r].x), static_cast<T>(aj.y - ai[r].y),
+                                        static_cast<T>(aj.z - ai[r].z)),
+                              k, r, aj);
+                }
             }
         }
+    }
+}
+
+// Adds a warp's chunk counts (tile_pairs) to the launch's statistics.
+__device__ __forceinline__ void add_chunk_stats(unsigned long long* stats, const unsigned (&chunks)[2]) {
+    if (stats && (threadIdx.x & 31) == 0 && chunks[1]) {
+        atomicAdd(stats, static_cast<unsigned long long>(chunks[0]));
+        atomicAdd(stats + 1, static_cast<unsigned long long>(chunks[1]));
     }
 }
 
@@ -365,7 +477,8 @@ __global__ void __launch_bounds__(Threads)
     histogram_kernel(const KernelArgs a, const Box box, const Rule rule) {
     extern __shared__ __align__(16) unsigned char smem[];
     float4* jt = reinterpret_cast<float4*>(smem);
-    uint32_t* hist = reinterpret_cast<uint32_t*>(jt + Threads);
+    float4* jbox = jt + Threads;
+    uint32_t* hist = reinterpret_cast<uint32_t*>(smem + tile_bytes(Threads));
 
     const Task t = a.tasks[blockIdx.x];
     const int lo = blockIdx.y * a.window;
@@ -387,29 +500,34 @@ __global__ void __launch_bounds__(Threads)
     const float nan = __int_as_float(0x7fc00000);
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
-        ii[r] = t.i0 + threadIdx.x + r * Threads;
+        // a warp's rows: kRows runs of 32 consecutive atoms, one after the other (compact in
+        // space when the frame is sorted: fewer chunks where the warp needs two images)
+        ii[r] = t.i0 + (threadIdx.x & ~31u) * kRows + r * 32 + (threadIdx.x & 31u);
         ai[r] = ii[r] < t.i1 ? a.atoms[ii[r]] : make_float4(nan, nan, nan, 0.f);
     }
     const bool tri = t.flags & kTriangle;
     constexpr bool kDense = kDenseKernel<T, Box, Rule, Labels, Global, Windowed, Packed>;
     const bool dense = kDense && a.all_in_range && !tri && t.i1 - t.i0 == Threads * kRows;
+    const bool one_image = a.chunk_images;
+    unsigned chunks[2] = {0u, 0u};
 
     for (int jb = t.j0; jb < t.j1; jb += Threads) {
         __syncthreads();
         const int j = jb + threadIdx.x;
-        if (j < t.j1) jt[threadIdx.x] = a.atoms[j];
+        load_tile<Box>(jt, jbox, a.atoms, j, j < t.j1);
         __syncthreads();
         const int nj = min(Threads, t.j1 - jb);
         if (tri)
             tile_pairs<T, Box, Rule, Labels, Global, Windowed, true, Packed>(
-                ai, ii, jt, jb, nj, box, rule, out, mult, mine, lo, w, dummy);
+                ai, ii, jt, jbox, jb, nj, box, rule, out, mult, mine, lo, w, dummy, one_image, chunks);
         else if (dense)
             tile_pairs<T, Box, Rule, Labels, Global, Windowed, false, Packed, kRows, kDense>(
-                ai, ii, jt, jb, nj, box, rule, out, mult, mine, lo, w, dummy);
+                ai, ii, jt, jbox, jb, nj, box, rule, out, mult, mine, lo, w, dummy, one_image, chunks);
         else
             tile_pairs<T, Box, Rule, Labels, Global, Windowed, false, Packed>(
-                ai, ii, jt, jb, nj, box, rule, out, mult, mine, lo, w, dummy);
+                ai, ii, jt, jbox, jb, nj, box, rule, out, mult, mine, lo, w, dummy, one_image, chunks);
     }
+    if (blockIdx.y == 0) add_chunk_stats(a.stats, chunks);
     if (Packed) {
         __syncthreads();
         for (int k = threadIdx.x; k < half; k += Threads) {
@@ -542,6 +660,8 @@ struct CellKernelArgs {
     unsigned long long* out;
     int nbins, copies, parts;
     int n2, k, periodic, n_cells;
+    int chunk_images;            // as in KernelArgs
+    unsigned long long* stats;   // as in KernelArgs
 };
 
 template <bool Global>
@@ -566,7 +686,8 @@ __global__ void __launch_bounds__(kCellThreads)
     cell_kernel(const CellKernelArgs a, const Box box, const Rule rule) {
     extern __shared__ __align__(16) unsigned char smem[];
     float4* jt = reinterpret_cast<float4*>(smem);
-    uint32_t* hist = reinterpret_cast<uint32_t*>(jt + kCellThreads);
+    float4* jbox = jt + kCellThreads;
+    uint32_t* hist = reinterpret_cast<uint32_t*>(smem + tile_bytes(kCellThreads));
 
     const CellTask t = a.tasks[blockIdx.x];
     const int sa = a.pairs[2 * t.pair], sb = a.pairs[2 * t.pair + 1];
@@ -584,6 +705,7 @@ __global__ void __launch_bounds__(kCellThreads)
 
     const int c_end = st_a[a.n2];
     const float nan = __int_as_float(0x7fc00000);
+    unsigned chunks[2] = {0u, 0u};
     for (int c0 = st_a[0] + t.part * kCellThreads; c0 < c_end; c0 += a.parts * kCellThreads) {
         const int c1 = min(c0 + kCellThreads, c_end);
         const int zlo = a.zcell[c0], zhi = a.zcell[c1 - 1];
@@ -627,19 +749,22 @@ __global__ void __launch_bounds__(kCellThreads)
                 for (int jb = jp; jb < jq; jb += kCellThreads) {
                     __syncthreads();
                     const int j = jb + threadIdx.x;
-                    if (j < jq) jt[threadIdx.x] = a.atoms[j];
+                    load_tile<Box>(jt, jbox, a.atoms, j, j < jq);
                     __syncthreads();
                     const int nj = min(kCellThreads, jq - jb);
                     if (tri)
                         tile_pairs<T, Box, Rule, Labels, Global, false, true, false, 1>(
-                            ai, ii, jt, jb, nj, box, rule, out, mult, mine, 0, a.nbins);
+                            ai, ii, jt, jbox, jb, nj, box, rule, out, mult, mine, 0, a.nbins, 0u,
+                            a.chunk_images, chunks);
                     else
                         tile_pairs<T, Box, Rule, Labels, Global, false, false, false, 1>(
-                            ai, ii, jt, jb, nj, box, rule, out, mult, mine, 0, a.nbins);
+                            ai, ii, jt, jbox, jb, nj, box, rule, out, mult, mine, 0, a.nbins, 0u,
+                            a.chunk_images, chunks);
                 }
             }
         }
     }
+    add_chunk_stats(a.stats, chunks);
     flush_cells<Global>(hist, a.copies, a.nbins, out, mult);
 }
 
@@ -699,11 +824,71 @@ int driver_version() {
     return v;
 }
 
+// Spatial order for the periodic all-pairs kernels: each species block of `in` counting-sorted
+// into `out` by the Morton (Z-order) code of a grid of 2^b cells per axis over the frame's
+// bounds [lo, hi], about two atoms per cell (Morton keeps a run of consecutive cells compact in
+// all three axes, unlike row-major order: Al-Kharusi & Walker,
+// ../shared/papers/004_71a4f60c206d7d7d.txt). A chunk of kChunk consecutive j atoms then spans
+// a few cells, so one image usually serves a thread for all of it (tile_pairs). The histogram
+// does not depend on the order: the distance of (i, j) is that of (j, i) bit for bit, and the
+// labels travel with the atoms (w).
+uint32_t spread_bits3(uint32_t v) {  // bits 0..9 of v to bits 0, 3, 6, ...
+    v &= 0x3FFu;
+    v = (v | (v << 16)) & 0x030000FFu;
+    v = (v | (v << 8)) & 0x0300F00Fu;
+    v = (v | (v << 4)) & 0x030C30C3u;
+    v = (v | (v << 2)) & 0x09249249u;
+    return v;
+}
+
+void sort_spatially(const float4* in, float4* out, const int64_t* offsets, int n_species,
+                    const float lo[3], const float hi[3], std::vector<uint32_t>& key,
+                    std::vector<uint32_t>& count) {
+    for (int sp = 0; sp < n_species; ++sp) {
+        const int64_t o0 = offsets[sp], o1 = offsets[sp + 1], n = o1 - o0;
+        if (n <= kChunk) {
+            std::copy(in + o0, in + o1, out + o0);
+            continue;
+        }
+        const int b = std::clamp(static_cast<int>(std::lround(std::log2(std::cbrt(n / 2.0)))), 1, 7);
+        const uint32_t g = 1u << b;
+        float scale[3];
+        for (int d = 0; d < 3; ++d) {
+            const float ext = hi[d] - lo[d];
+            scale[d] = ext > 0.f ? static_cast<float>(g) / ext : 0.f;
+        }
+        auto cell = [&](float x, int d) {
+            const float c = (x - lo[d]) * scale[d];  // in [0, g]; g itself for x == hi
+            return std::min(static_cast<uint32_t>(std::max(c, 0.f)), g - 1);
+        };
+        key.resize(static_cast<std::size_t>(n));
+        count.assign((std::size_t(1) << (3 * b)) + 1, 0u);
+        for (int64_t i = 0; i < n; ++i) {
+            const float4 v = in[o0 + i];
+            const uint32_t k = spread_bits3(cell(v.x, 0)) | (spread_bits3(cell(v.y, 1)) << 1) |
+                               (spread_bits3(cell(v.z, 2)) << 2);
+            key[i] = k;
+            ++count[k + 1];
+        }
+        for (std::size_t c = 1; c < count.size(); ++c) count[c] += count[c - 1];
+        for (int64_t i = 0; i < n; ++i) out[o0 + count[key[i]]++] = in[o0 + i];
+    }
+}
+
 struct Histogrammer::Impl {
     int device = 0;
     KernelChoice choice = KernelChoice::kAuto;
     int max_window_bins = 0;
     int forced_threads = 0;  // FASTRDF_CUDA_BLOCK_THREADS: 0 (auto), kThreads or kWideThreads
+    // FASTRDF_CUDA_COMMON_IMAGE: kImageAuto (sort large periodic all-pairs frames spatially,
+    // one image per chunk where it holds), kImageAlways (sort every periodic all-pairs frame:
+    // tests), kImageOff (neither: to measure what they bring)
+    int common_image = kImageAuto;
+    double plan_pairs = 0;  // pairs of the problem plan() last built its tasks for
+    std::vector<float4> staging;   // the packed frame before its spatial sort
+    std::vector<uint32_t> sort_key, sort_count;
+    DeviceArray<unsigned long long> dev_stats;  // [chunks with one image, chunks]
+    unsigned long long host_stats[2] = {0, 0};
     bool exact_only = true;  // never use FastRule (the default: it measured slower)
     DeviceInfo info;
     cudaStream_t compute = nullptr, copy = nullptr;
@@ -757,6 +942,16 @@ struct Histogrammer::Impl {
                 throw std::invalid_argument("FASTRDF_CUDA_BLOCK_THREADS: '" + v +
                                             "' is not one of 256, 1024, auto (unset it for auto)");
         }
+        if (const char* env = std::getenv("FASTRDF_CUDA_COMMON_IMAGE")) {
+            const std::string v(env);
+            if (v == "always") common_image = kImageAlways;
+            else if (v == "off") common_image = kImageOff;
+            else if (!v.empty() && v != "auto")
+                throw std::invalid_argument("FASTRDF_CUDA_COMMON_IMAGE: '" + v +
+                                            "' is not one of auto, always, off (unset it for auto)");
+        }
+        dev_stats.reserve(2, "the launch statistics");
+        check(cudaMemset(dev_stats.ptr, 0, 2 * sizeof(unsigned long long)), "cudaMemset");
         check(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking), "cudaStreamCreate");
         check(cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking), "cudaStreamCreate");
         for (int s = 0; s < 2; ++s) {
@@ -780,7 +975,7 @@ struct Histogrammer::Impl {
     // Largest window of bins one block of `threads` can hold in shared memory: 32-bit
     // counters (slots(window) of them), or (packed) two 16-bit counters per word.
     int window_cap(int threads, bool packed = false) const {
-        long long cap = (static_cast<long long>(info.shared_per_block_optin) - threads * 16LL) / 4;
+        long long cap = (static_cast<long long>(info.shared_per_block_optin) - tile_bytes(threads)) / 4;
         cap = packed ? 2 * (cap - kPackedDummies) - 2  // inverse of packed_words
                      : cap - 1;                      // inverse of slots
         if (max_window_bins > 0) cap = std::min<long long>(cap, max_window_bins);
@@ -792,10 +987,10 @@ struct Histogrammer::Impl {
     // block per multiprocessor, which measured faster than two, benchmarks/NOTES.md item 13).
     int window_copies(int window, int threads) const {
         const int budget = threads == kWideThreads
-                               ? static_cast<int>((info.shared_per_block_optin - threads * 16) / 4)
+                               ? static_cast<int>((info.shared_per_block_optin - tile_bytes(threads)) / 4)
                                : kCopyBudgetWords;
         int copies = std::clamp(budget / slots(window), 1, threads / 32);
-        while (copies > 1 && static_cast<std::size_t>(copies) * slots(window) * 4 + threads * 16 >
+        while (copies > 1 && static_cast<std::size_t>(copies) * slots(window) * 4 + tile_bytes(threads) >
                                  info.shared_per_block_optin)
             --copies;
         return copies;
@@ -819,6 +1014,7 @@ struct Histogrammer::Impl {
             const double nb = double(p.offsets[b + 1] - p.offsets[b]);
             total += a == b ? na * (na - 1) / 2 : na * nb;
         }
+        plan_pairs = total;
         // launch shape. auto: 32-bit shared histograms while two blocks of kThreads fit on a
         // multiprocessor or one window of kWideThreads holds every bin (~54k bins on Hopper;
         // block size below); else packed 16-bit ones (a window twice as wide, kWideThreads) in up to kMaxSharedSweeps sweeps;
@@ -831,7 +1027,7 @@ struct Histogrammer::Impl {
         const int wide_cap = window_cap(kWideThreads);
         const int pcap = window_cap(kPackedThreads, true);
         const int psweeps = (p.nbins + pcap - 1) / pcap;
-        const std::size_t block32 = std::size_t(kThreads) * 16 + std::size_t(slots(p.nbins)) * 4 + 1024;
+        const std::size_t block32 = std::size_t(tile_bytes(kThreads)) + std::size_t(slots(p.nbins)) * 4 + 1024;
         const std::size_t blocks32 = info.shared_per_multiprocessor / block32;  // of kThreads
         const bool two_blocks = blocks32 >= 2;
         const bool wide_fits = p.nbins <= wide_cap;
@@ -945,7 +1141,7 @@ struct Histogrammer::Impl {
         launch.cells[1] = pl.n[1];
         launch.cells[2] = pl.n[2];
         launch.cell_k = pl.k;
-        const std::size_t jt_bytes = kCellThreads * sizeof(float4);
+        const std::size_t jt_bytes = tile_bytes(kCellThreads);
         const bool fits = static_cast<std::size_t>(slots(p.nbins)) * 4 + jt_bytes <= info.shared_per_block_optin &&
                           (max_window_bins <= 0 || p.nbins <= max_window_bins);
         if (choice == KernelChoice::kGlobal || !fits) {
@@ -1012,7 +1208,7 @@ struct Histogrammer::Impl {
     template <typename T, class Box, class Rule>
     void launch_cells(const CellKernelArgs& a, const Box& box, const Rule& rule, bool labels) {
         const bool global = launch.kernel == "global";
-        const std::size_t smem = kCellThreads * sizeof(float4) +
+        const std::size_t smem = tile_bytes(kCellThreads) +
                                  (global ? 0 : std::size_t(launch.copies) * slots(a.nbins) * 4);
         auto go = [&](auto kernel) {
             if (smem > 48 * 1024)
@@ -1199,7 +1395,7 @@ struct Histogrammer::Impl {
         const bool global = launch.kernel == "global";
         const bool packed = launch.kernel == "packed";
         const std::size_t smem =
-            std::size_t(launch.threads) * sizeof(float4) +
+            std::size_t(tile_bytes(launch.threads)) +
             (global ? 0
              : packed ? std::size_t(packed_words(launch.window)) * 4
                       : std::size_t(launch.copies) * slots(launch.window) * 4);
@@ -1336,6 +1532,14 @@ struct Histogrammer::Impl {
             use_cells = method == kMethodCells || gpu_cells_pay(cplan);
         }
         if (use_cells) plan_cell_tables(p, cplan);
+        // periodic all-pairs frames with many pairs per atom: spatial order (sort_spatially),
+        // so that most chunks of j atoms take one image (tile_pairs)
+        launch.sorted = p.box_kind != kNoBox && !use_cells && n > 0 && common_image != kImageOff &&
+                        (common_image == kImageAlways || plan_pairs >= kSortPairsPerAtom * double(n));
+        if (launch.sorted) {
+            staging.assign(packed, packed + n);
+            sort_spatially(staging.data(), packed, p.offsets, p.n_species, lo, hi, sort_key, sort_count);
+        }
         T* images = reinterpret_cast<T*>(host_slot[s].ptr + atom_bytes);
         for (int k = 0; k < 3 * p.n_images; ++k) images[k] = static_cast<T>(p.images[k]);
 
@@ -1359,17 +1563,32 @@ struct Histogrammer::Impl {
         // r2 <= (ex^2 + ey^2 + ez^2) (1 + 2^-24)^5 < e2 (1 + 2^-20), and the frame is dense
         // when that is <= hi2. (tests/test_cuda.py has a frame whose corner pair rounds past
         // hi2 while e2 itself does not.)
+        //
+        // Orthorhombic box (OrthoBox<float>: l = float(L), inv = float(1 / L)): with d the float
+        // difference (|d| <= e (1 + 2^-24)), n = nint(d * inv) and s = l n, the image
+        // d - s = l (d / l - n) - l n delta; |d / l - n| <= 1/2 + |d| / L (3 + eps) 2^-24 (the
+        // roundings of inv, l and d * inv) and |l n| <= |d| + l / 2, so with the final
+        // subtraction |d'| <= l / 2 + (e + l) 2^-21 =: D, and r2 <= (Dx^2 + Dy^2 + Dz^2)
+        // (1 + 2^-20) as above.
         a.all_in_range = 0;
         if constexpr (std::is_same<T, float>::value) {
-            if (p.box_kind == kNoBox && float_ok && n > 0) {
+            if ((p.box_kind == kNoBox || p.box_kind == kOrtho) && float_ok && n > 0) {
                 double e2 = 0.0;
                 for (int d = 0; d < 3; ++d) {
                     const double e = double(hi[d]) - double(lo[d]);
-                    e2 += e * e;
+                    if (p.box_kind == kNoBox) {
+                        e2 += e * e;
+                    } else {
+                        const double l = static_cast<float>(p.ortho[d]);
+                        const double bound = 0.5 * l + (e + l) * 0x1p-21;
+                        e2 += bound * bound;
+                    }
                 }
                 a.all_in_range = e2 * (1.0 + 0x1p-20) <= double(float_rule.hi2);
             }
         }
+        a.chunk_images = common_image != kImageOff;
+        a.stats = dev_stats.ptr;
         const T* dev_edges = std::is_same<T, double>::value
                                  ? reinterpret_cast<const T*>(dev_edges_d.ptr)
                                  : reinterpret_cast<const T*>(dev_edges_f.ptr);
@@ -1380,6 +1599,8 @@ struct Histogrammer::Impl {
         if (use_cells) {
             CellKernelArgs ca{};
             sort_into_cells(p, cplan, a.atoms, static_cast<int>(n), ca);
+            ca.chunk_images = a.chunk_images;
+            ca.stats = a.stats;
             if (n_cell_tasks > 0)
                 with_rule<T, false>(bin, [&](const auto& rule) {
                     with_box<T>(p, dev_images, [&](const auto& box) { launch_cells<T>(ca, box, rule, labels); });
@@ -1403,13 +1624,19 @@ struct Histogrammer::Impl {
         if (!pending) return;
         check(cudaSetDevice(device), "cudaSetDevice");
         const std::size_t len = static_cast<std::size_t>(out_pairs) * out_nbins;
-        host_out.reserve(len, "cudaMallocHost(histograms)");
+        host_out.reserve(len + 2, "cudaMallocHost(histograms)");
         check(cudaMemcpyAsync(host_out.ptr, dev_out.ptr, len * sizeof(unsigned long long),
                               cudaMemcpyDeviceToHost, compute),
               "cudaMemcpyAsync(histograms)");
+        check(cudaMemcpyAsync(host_out.ptr + len, dev_stats.ptr, 2 * sizeof(unsigned long long),
+                              cudaMemcpyDeviceToHost, compute),
+              "cudaMemcpyAsync(statistics)");
         check(cudaMemsetAsync(dev_out.ptr, 0, len * sizeof(unsigned long long), compute), "cudaMemsetAsync");
+        check(cudaMemsetAsync(dev_stats.ptr, 0, 2 * sizeof(unsigned long long), compute), "cudaMemsetAsync");
         check(cudaStreamSynchronize(compute), "the histogram kernels");
         for (std::size_t k = 0; k < len; ++k) out[k] += host_out.ptr[k];
+        launch.image_chunks[0] = static_cast<long long>(host_out.ptr[len]);
+        launch.image_chunks[1] = static_cast<long long>(host_out.ptr[len + 1]);
         pending = false;
     }
 };

@@ -95,6 +95,8 @@ class CudaHistogrammer {
         d["cells"] = py::make_tuple(l.cells[0], l.cells[1], l.cells[2]);
         d["cell_k"] = l.cell_k;
         d["dense"] = l.dense;
+        d["sorted"] = l.sorted;
+        d["image_chunks"] = py::make_tuple(l.image_chunks[0], l.image_chunks[1]);
         return d;
     }
 

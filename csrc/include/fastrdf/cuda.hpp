@@ -55,8 +55,12 @@ struct LaunchInfo {
     std::string method;  // "allpairs" or "cells"
     int cells[3] = {0, 0, 0};  // cell grid (method "cells")
     int cell_k = 0;
-    bool dense = false;  // no box, every pair within r_max (host bound), no labels, one sweep of
-                         // shared counters: full tiles off the diagonal skip the range test
+    bool dense = false;  // no box or orthorhombic, every pair within r_max (host bound), no
+                         // labels, one sweep of shared counters: full tiles off the diagonal
+                         // skip the range test
+    bool sorted = false; // periodic all-pairs frame put in spatial order (one image per chunk)
+    long long image_chunks[2] = {0, 0};  // periodic: warp chunks that took one image, and all
+                                         // (summed over the frames of the last synchronize())
 };
 
 // One device's persistent engine: device buffers, pinned host buffers, streams and events are

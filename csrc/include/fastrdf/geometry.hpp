@@ -85,16 +85,49 @@ struct NoBox {
     FASTRDF_HD T dist2(T dx, T dy, T dz) const { return norm2(dx, dy, dz); }
 };
 
+// Periodic boxes take the minimum image in two steps: image(d, s) picks the lattice shift s
+// of a displacement d = (dx, dy, dz) from integer indices n = index(d), and reduce(d, s)
+// applies it and returns r2; dist2(d) = reduce(d, image(d)). index() is made of correctly
+// rounded multiplications and additions and of nint / round_half_away, all monotone, so each
+// index is monotone in each component of d (rising or falling with the sign of its
+// coefficient). Hence common_image(lo, hi, s): when the two extreme corners of a box of
+// displacements [lo, hi] (per index, the corner that minimises and the one that maximises it)
+// get the same indices, every displacement in the box gets them too, and reduce(d, s) then
+// gives dist2(d) bit for bit. The GPU kernels use it to take one shift per thread for a whole
+// chunk of j atoms (benchmarks/NOTES.md, GPU item 16). Argument order is fixed (x, y, z) and no
+// step may be contracted or reassociated, as everywhere in this header.
+
 // Orthorhombic box: the per-axis minimum image is exact for any separation.
 template <typename T>
 struct OrthoBox {
     T l[3];
     T inv[3];
+    FASTRDF_HD void index(T dx, T dy, T dz, T (&n)[3]) const {
+        n[0] = nint(dx * inv[0]);
+        n[1] = nint(dy * inv[1]);
+        n[2] = nint(dz * inv[2]);
+    }
+    FASTRDF_HD void shift(const T (&n)[3], T (&s)[3]) const {
+        s[0] = l[0] * n[0];
+        s[1] = l[1] * n[1];
+        s[2] = l[2] * n[2];
+    }
+    FASTRDF_HD T reduce(T dx, T dy, T dz, const T (&s)[3]) const {
+        return norm2(dx - s[0], dy - s[1], dz - s[2]);
+    }
     FASTRDF_HD T dist2(T dx, T dy, T dz) const {
-        dx -= l[0] * nint(dx * inv[0]);
-        dy -= l[1] * nint(dy * inv[1]);
-        dz -= l[2] * nint(dz * inv[2]);
-        return norm2(dx, dy, dz);
+        T n[3], s[3];
+        index(dx, dy, dz, n);
+        shift(n, s);
+        return reduce(dx, dy, dz, s);
+    }
+    // inv > 0: every index rises with its component
+    FASTRDF_HD bool common_image(const T (&lo)[3], const T (&hi)[3], T (&s)[3]) const {
+        T a[3], b[3];
+        index(lo[0], lo[1], lo[2], a);
+        index(hi[0], hi[1], hi[2], b);
+        shift(a, s);
+        return (a[0] == b[0]) & (a[1] == b[1]) & (a[2] == b[2]);
     }
 };
 
@@ -110,18 +143,39 @@ FASTRDF_HD T round_half_away(T x) {
 // and inv32 = float(1/L). Because L * inv32 != 1 it scales every component by up to 2^-24;
 // InterRDF's distances carry that scaling whenever MDAnalysis picks its brute-force search
 // (a group of fewer than 10 atoms, or r_max > 0.3 L), so the same formula reproduces them.
+// Its "shift" is the rounded index itself, which reduce() subtracts from s.
 template <typename T>
 struct OrthoBoxScaled {
     T l[3];
     T inv[3];  // float(1 / L), widened to T
-    FASTRDF_HD T dist2(T dx, T dy, T dz) const {
-        T s = dx * inv[0];
-        dx = l[0] * (s - round_half_away(s));
-        s = dy * inv[1];
-        dy = l[1] * (s - round_half_away(s));
-        s = dz * inv[2];
-        dz = l[2] * (s - round_half_away(s));
+    FASTRDF_HD void index(T dx, T dy, T dz, T (&n)[3]) const {
+        n[0] = round_half_away(dx * inv[0]);
+        n[1] = round_half_away(dy * inv[1]);
+        n[2] = round_half_away(dz * inv[2]);
+    }
+    FASTRDF_HD void shift(const T (&n)[3], T (&s)[3]) const {
+        s[0] = n[0];
+        s[1] = n[1];
+        s[2] = n[2];
+    }
+    FASTRDF_HD T reduce(T dx, T dy, T dz, const T (&s)[3]) const {
+        dx = l[0] * (dx * inv[0] - s[0]);
+        dy = l[1] * (dy * inv[1] - s[1]);
+        dz = l[2] * (dz * inv[2] - s[2]);
         return norm2(dx, dy, dz);
+    }
+    FASTRDF_HD T dist2(T dx, T dy, T dz) const {
+        T n[3], s[3];
+        index(dx, dy, dz, n);
+        shift(n, s);
+        return reduce(dx, dy, dz, s);
+    }
+    FASTRDF_HD bool common_image(const T (&lo)[3], const T (&hi)[3], T (&s)[3]) const {
+        T a[3], b[3];
+        index(lo[0], lo[1], lo[2], a);
+        index(hi[0], hi[1], hi[2], b);
+        shift(a, s);
+        return (a[0] == b[0]) & (a[1] == b[1]) & (a[2] == b[2]);
     }
 };
 
@@ -138,13 +192,23 @@ struct TriclinicBox {
     const T* images = nullptr;  // 3 * n_images lattice vectors (x, y, z), zero vector excluded
     int n_images = 0;
 
-    FASTRDF_HD T dist2(T dx, T dy, T dz) const {
-        const T n0 = nint(f[0][0] * dx + f[0][1] * dy + f[0][2] * dz);
-        const T n1 = nint(f[1][0] * dx + f[1][1] * dy + f[1][2] * dz);
-        const T n2 = nint(f[2][0] * dx + f[2][1] * dy + f[2][2] * dz);
-        const T x = dx - (n0 * a[0][0] + n1 * a[1][0] + n2 * a[2][0]);
-        const T y = dy - (n0 * a[0][1] + n1 * a[1][1] + n2 * a[2][1]);
-        const T z = dz - (n0 * a[0][2] + n1 * a[1][2] + n2 * a[2][2]);
+    FASTRDF_HD T frac(int k, T dx, T dy, T dz) const {
+        return f[k][0] * dx + f[k][1] * dy + f[k][2] * dz;
+    }
+    FASTRDF_HD void index(T dx, T dy, T dz, T (&n)[3]) const {
+        n[0] = nint(frac(0, dx, dy, dz));
+        n[1] = nint(frac(1, dx, dy, dz));
+        n[2] = nint(frac(2, dx, dy, dz));
+    }
+    FASTRDF_HD void shift(const T (&n)[3], T (&s)[3]) const {
+        s[0] = n[0] * a[0][0] + n[1] * a[1][0] + n[2] * a[2][0];
+        s[1] = n[0] * a[0][1] + n[1] * a[1][1] + n[2] * a[2][1];
+        s[2] = n[0] * a[0][2] + n[1] * a[1][2] + n[2] * a[2][2];
+    }
+    FASTRDF_HD T reduce(T dx, T dy, T dz, const T (&s)[3]) const {
+        const T x = dx - s[0];
+        const T y = dy - s[1];
+        const T z = dz - s[2];
         T best = norm2(x, y, z);
         if (MultiImage) {
             for (int m = 0; m < n_images; ++m) {
@@ -153,6 +217,30 @@ struct TriclinicBox {
             }
         }
         return best;
+    }
+    FASTRDF_HD T dist2(T dx, T dy, T dz) const {
+        T n[3], s[3];
+        index(dx, dy, dz, n);
+        shift(n, s);
+        return reduce(dx, dy, dz, s);
+    }
+    // index k falls with component c where f[k][c] < 0: its lowest value is at the corner
+    // taking hi there and lo elsewhere (f[k][c] == -0 multiplies to a zero either way)
+    FASTRDF_HD bool common_image(const T (&lo)[3], const T (&hi)[3], T (&s)[3]) const {
+        T n[3];
+        bool same = true;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+        for (int k = 0; k < 3; ++k) {
+            const bool px = f[k][0] >= T(0), py = f[k][1] >= T(0), pz = f[k][2] >= T(0);
+            const T a0 = nint(frac(k, px ? lo[0] : hi[0], py ? lo[1] : hi[1], pz ? lo[2] : hi[2]));
+            const T a1 = nint(frac(k, px ? hi[0] : lo[0], py ? hi[1] : lo[1], pz ? hi[2] : lo[2]));
+            same = same & (a0 == a1);
+            n[k] = a0;
+        }
+        shift(n, s);
+        return same;
     }
 };
 
