@@ -412,21 +412,26 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
             shared_inc_if(base + 4u * static_cast<unsigned>(b), take);
         }
     };
-    if constexpr (!kPeriodic<Box>) {
-        for (int k = 0; k < nj; ++k) {
+    // every pair of j atoms [c0, c1) with the rows, r2 from r2_of(dx, dy, dz, row)
+    auto pairs_of = [&](int c0, int c1, auto r2_of) {
+        for (int k = c0; k < c1; ++k) {
             const float4 aj = jt[k];
 #pragma unroll
             for (int r = 0; r < R; ++r)
-                count(box.dist2(static_cast<T>(aj.x - ai[r].x), static_cast<T>(aj.y - ai[r].y),
-                                static_cast<T>(aj.z - ai[r].z)),
+                count(r2_of(static_cast<T>(aj.x - ai[r].x), static_cast<T>(aj.y - ai[r].y),
+                            static_cast<T>(aj.z - ai[r].z), r),
                       k, r, aj);
         }
+    };
+    auto own_image = [&](T dx, T dy, T dz, int) { return box.dist2(dx, dy, dz); };
+    if constexpr (!kPeriodic<Box>) {
+        pairs_of(0, nj, own_image);
     } else {
         for (int c0 = 0; c0 < nj; c0 += kChunk) {
             const int c1 = min(c0 + kChunk, nj);
             const float4 bl = jbox[2 * (c0 / kChunk)], bh = jbox[2 * (c0 / kChunk) + 1];
             T s[R][3];
-            bool one = chunk_images;
+            bool one = chunk_images, zero = true;
 #pragma unroll
             for (int r = 0; r < R; ++r) {
                 const T dl[3] = {static_cast<T>(bl.x - ai[r].x), static_cast<T>(bl.y - ai[r].y),
@@ -434,27 +439,21 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
                 const T dh[3] = {static_cast<T>(bh.x - ai[r].x), static_cast<T>(bh.y - ai[r].y),
                                  static_cast<T>(bh.z - ai[r].z)};
                 one = one & (box.common_image(dl, dh, s[r]) | (ai[r].x != ai[r].x));
+                zero = zero & (s[r][0] == T(0)) & (s[r][1] == T(0)) & (s[r][2] == T(0));
             }
             ++chunks[1];
             if (__all_sync(0xFFFFFFFFu, one)) {
                 ++chunks[0];
-                for (int k = c0; k < c1; ++k) {
-                    const float4 aj = jt[k];
-#pragma unroll
-                    for (int r = 0; r < R; ++r)
-                        count(box.reduce(static_cast<T>(aj.x - ai[r].x), static_cast<T>(aj.y - ai[r].y),
-                                         static_cast<T>(aj.z - ai[r].z), s[r]),
-                              k, r, aj);
+                if (__all_sync(0xFFFFFFFFu, zero)) {
+                    // the shift 0 for every row: d - 0 is d, so no subtraction (x - 0 == x for
+                    // every x, which the compiler folds)
+                    const T z[3] = {T(0), T(0), T(0)};
+                    pairs_of(c0, c1, [&](T dx, T dy, T dz, int) { return box.reduce(dx, dy, dz, z); });
+                } else {
+                    pairs_of(c0, c1, [&](T dx, T dy, T dz, int r) { return box.reduce(dx, dy, dz, s[r]); });
                 }
             } else {
-                for (int k = c0; k < c1; ++k) {
-                    const float4 aj = jt[k];
-#pragma unroll
-                    for (int r = 0; r < R; ++r)
-                        count(box.dist2(static_cast<T>(aj.x - ai[r].x), static_cast<T>(aj.y - ai[r].y),
-                                        static_cast<T>(aj.z - ai[r].z)),
-                              k, r, aj);
-                }
+                pairs_of(c0, c1, own_image);
             }
         }
     }
