@@ -444,7 +444,9 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
             ++chunks[1];
             if (__all_sync(0xFFFFFFFFu, one)) {
                 ++chunks[0];
-                if (__all_sync(0xFFFFFFFFu, zero)) {
+                // (single precision shared-memory kernels only: each variant costs compile time)
+                constexpr bool kZero = std::is_same<T, float>::value && !Global && !Windowed;
+                if (kZero && __all_sync(0xFFFFFFFFu, zero)) {
                     // the shift 0 for every row: d - 0 is d, so no subtraction (x - 0 == x for
                     // every x, which the compiler folds)
                     const T z[3] = {T(0), T(0), T(0)};
