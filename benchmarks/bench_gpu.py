@@ -152,11 +152,13 @@ def section_kernel(rng, args, results):
                 kern = f"{launch['kernel']}x{launch['sweeps']} {launch['rule']} t{launch['threads']}"
                 if launch.get("dense"):
                     kern += " dense"  # every pair within r_max (host bound): no range test
-                common, chunks = launch.get("image_chunks", (0, 0))
+                common, one_index, chunks = launch.get("image_chunks", (0, 0, 0))
                 if launch.get("sorted"):
                     kern += " sorted"  # periodic frame in spatial order
-                if chunks:
-                    kern += f" 1img {100.0 * common / chunks:.0f}%"  # chunks with one image
+                if chunks:  # chunks of j atoms with one image, with one index (triclinic)
+                    kern += f" 1img {100.0 * common / chunks:.0f}%"
+                    if one_index:
+                        kern += f" 1idx {100.0 * one_index / chunks:.0f}%"
                 frac = float(out.sum()) / float(n * n) / time_frames.frames
                 rows.append([box_name, f"{n:,}", f"{nbins:,}", "cuda", kern, f"{t:.3f}",
                              f"{bapps:.0f}", f"{frac:.2f}", f"{bapps / cpu_bapps:.0f}"])

@@ -619,10 +619,11 @@ def unwrapped(rng, coords, box_name, fraction=0.3):
 def test_gpu_one_image_per_chunk_matches_cpu(rng, monkeypatch, box_name, mode, precision, labels):
     """FASTRDF_CUDA_COMMON_IMAGE=always sorts the frame spatially and lets a warp take one
     image for a chunk of 32 j atoms when the extreme corners of the chunk's bounding box
-    get the same image indices for every row (common_image); 'off' does neither. Both give
-    the CPU kernel's histogram bit for bit, with a third of the atoms moved by up to two
-    cells (unwrapped), so that shifts other than 0 and chunks needing several images occur;
-    the statistics show that both kinds of chunk ran."""
+    get the same image indices for every row (common_image), or, triclinic, when the rows
+    disagree on one index only (each pair then takes that index alone); 'off' does neither.
+    Both give the CPU kernel's histogram bit for bit, with a third of the atoms moved by up
+    to two cells (unwrapped), so that shifts other than 0 and chunks needing several images
+    occur; the statistics show that every kind of chunk ran."""
     monkeypatch.setenv("FASTRDF_CUDA_COMMON_IMAGE", mode)
     coords, offsets, pairs, edges, box, lab = make_problem(
         rng, box_name, sizes=(3000, 2100, 700), pairs=((0, 0), (0, 1), (1, 2), (2, 2)),
@@ -632,12 +633,17 @@ def test_gpu_one_image_per_chunk_matches_cpu(rng, monkeypatch, box_name, mode, p
     out, eng = histogram("cuda", problem, precision, method="allpairs")
     np.testing.assert_array_equal(out, ref)
     assert out.sum() > 0
-    common, total = eng.last_launch["image_chunks"]
+    common, one_index, total = eng.last_launch["image_chunks"]
     assert eng.last_launch["sorted"] is (mode == "always")
     if mode == "always":
         assert 0 < common < total, (common, total)
+        # triclinic, single precision: chunks whose rows disagree on one index only
+        if box_name.startswith("triclinic") and precision == "single":
+            assert 0 < one_index < total - common, (one_index, common, total)
+        else:
+            assert one_index == 0
     else:
-        assert common == 0 and total > 0
+        assert common == 0 and one_index == 0 and total > 0
 
 
 @pytest.mark.parametrize("box_name", ["ortho", "triclinic"])
@@ -670,7 +676,7 @@ def test_gpu_one_image_on_half_box_ties(monkeypatch, box_name):
     ref, _ = histogram("cpu", problem)
     out, eng = histogram("cuda", problem, method="allpairs")
     np.testing.assert_array_equal(out, ref)
-    common, total = eng.last_launch["image_chunks"]
+    common, _, total = eng.last_launch["image_chunks"]
     assert 0 < common < total, (common, total)
 
 

@@ -130,7 +130,7 @@ def test_gpu_auto_picks_cells_for_a_large_box():
     assert eng.last_launch["method"] == "cells"
     # the cells' atoms are in spatial order: most chunks of j atoms take one image per thread,
     # those across the box's faces too (tile_pairs; here every one did)
-    common, total = eng.last_launch["image_chunks"]
+    common, _, total = eng.last_launch["image_chunks"]
     assert 0.5 * total < common <= total and total > 0, (common, total)
     ref, _ = _run("cpu", "cells", coords, np.array([0, n], np.int64), np.array([[0, 0]], np.int32),
                   reference_edges(200, (0.0, 15.0)), box, None, "single")

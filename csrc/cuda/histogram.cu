@@ -103,6 +103,11 @@ constexpr bool kDenseKernel = std::is_same<T, float>::value &&
 // one image per chunk (tile_pairs).
 template <class Box>
 constexpr bool kPeriodic = !std::is_same<Box, NoBox<float>>::value && !std::is_same<Box, NoBox<double>>::value;
+template <class Box>
+constexpr bool is_triclinic = false;
+template <typename T, bool M>
+constexpr bool is_triclinic<TriclinicBox<T, M>> = true;
+constexpr int kStats = 3;  // launch statistics: chunks with one image, with one index, all
 
 // Sum over the copies of bin k of a window of w bins (stride: slots(window)), with the slot
 // beyond the window folded into its last bin.
@@ -198,7 +203,7 @@ struct KernelArgs {
     int copies;  // sub-histograms per block (shared kernel)
     int all_in_range;  // no pair of the frame beyond r_max (host bound, run())
     int chunk_images;  // periodic: try one image per chunk of j atoms (common_image)
-    unsigned long long* stats;  // [chunks with one image, chunks], summed over warps
+    unsigned long long* stats;  // [chunks with one image, with one index, all], summed over warps
 };
 
 // Bin rules: rule(r2, k) is true when the squared distance r2 is in range, and then k is its
@@ -356,7 +361,9 @@ __device__ __forceinline__ void load_tile(float4* jt, float4* jbox, const float4
 // decide); when every lane of the warp can (padding rows count as able: their NaN pairs never
 // count), the chunk's pairs take that shift and only reduce() per pair, the same r2 bit for
 // bit, else each pair its own image. With spatially sorted atoms (run()) most chunks can.
-// chunks[0] counts the chunks that took one image, chunks[1] all chunks (per warp).
+// Triclinic boxes (single precision, shared memory) have a third way for chunks where the rows
+// disagree on one index only (below). chunks[0] counts the chunks that took one image,
+// chunks[1] those that took one index, chunks[2] all chunks (per warp).
 template <typename T, class Box, class Rule, bool Labels, bool Global, bool Windowed, bool Tri,
           bool Packed = false, int R = kRows, bool Dense = false>
 __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii)[R],
@@ -364,7 +371,7 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
                                            const Box& box, const Rule& rule,
                                            unsigned long long* out, unsigned mult, uint32_t* mine,
                                            int lo, int w, uint32_t dummy, bool chunk_images,
-                                           unsigned (&chunks)[2]) {
+                                           unsigned (&chunks)[3]) {
     uint32_t base = Global ? 0u : static_cast<uint32_t>(__cvta_generic_to_shared(mine));
     // raw(): one LEA from the biased bin to the counter's address (float_rule.cuh)
     // (packed: word u / 2 from base - 2 kBias, half u % 2, as kBias is even and lo = 0)
@@ -427,26 +434,44 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
     if constexpr (!kPeriodic<Box>) {
         pairs_of(0, nj, own_image);
     } else {
+        // (the special loops in single-precision shared-memory kernels only: each variant
+        // costs compile time)
+        constexpr bool kFloatShared = std::is_same<T, float>::value && !Global && !Windowed;
+        constexpr bool kOneIndex = kFloatShared && is_triclinic<Box>;
         for (int c0 = 0; c0 < nj; c0 += kChunk) {
             const int c1 = min(c0 + kChunk, nj);
             const float4 bl = jbox[2 * (c0 / kChunk)], bh = jbox[2 * (c0 / kChunk) + 1];
             T s[R][3];
-            bool one = chunk_images, zero = true;
+            T nl[R][3];           // kOneIndex: each row's lowest indices over the chunk
+            unsigned unsure = 0;  // kOneIndex: bit k when a row's index k takes two values
+            bool one = chunk_images, zero = true, wide = false;
 #pragma unroll
             for (int r = 0; r < R; ++r) {
                 const T dl[3] = {static_cast<T>(bl.x - ai[r].x), static_cast<T>(bl.y - ai[r].y),
                                  static_cast<T>(bl.z - ai[r].z)};
                 const T dh[3] = {static_cast<T>(bh.x - ai[r].x), static_cast<T>(bh.y - ai[r].y),
                                  static_cast<T>(bh.z - ai[r].z)};
-                one = one & (box.common_image(dl, dh, s[r]) | (ai[r].x != ai[r].x));
+                const bool pad = ai[r].x != ai[r].x;
+                if constexpr (kOneIndex) {
+                    T nh[3];
+                    box.index_bounds(dl, dh, nl[r], nh);
+                    box.shift(nl[r], s[r]);
+#pragma unroll
+                    for (int k = 0; k < 3; ++k) {
+                        const bool u = !(nl[r][k] == nh[k]) & !pad;
+                        unsure |= static_cast<unsigned>(u) << k;
+                        wide = wide | (u & !(nh[k] - nl[r][k] <= T(1)));
+                    }
+                } else {
+                    one = one & (box.common_image(dl, dh, s[r]) | pad);
+                }
                 zero = zero & (s[r][0] == T(0)) & (s[r][1] == T(0)) & (s[r][2] == T(0));
             }
-            ++chunks[1];
+            if constexpr (kOneIndex) one = one & (unsure == 0u);
+            ++chunks[2];
             if (__all_sync(0xFFFFFFFFu, one)) {
                 ++chunks[0];
-                // (single precision shared-memory kernels only: each variant costs compile time)
-                constexpr bool kZero = std::is_same<T, float>::value && !Global && !Windowed;
-                if (kZero && __all_sync(0xFFFFFFFFu, zero)) {
+                if (kFloatShared && __all_sync(0xFFFFFFFFu, zero)) {
                     // the shift 0 for every row: d - 0 is d, so no subtraction (x - 0 == x for
                     // every x, which the compiler folds)
                     const T z[3] = {T(0), T(0), T(0)};
@@ -454,18 +479,51 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
                 } else {
                     pairs_of(c0, c1, [&](T dx, T dy, T dz, int r) { return box.reduce(dx, dy, dz, s[r]); });
                 }
-            } else {
-                pairs_of(c0, c1, own_image);
+                continue;
             }
+            if constexpr (kOneIndex) {
+                // The rows disagree on one index k only (the same for the whole warp), and each
+                // row's index k is one of two neighbours nl, nl + 1: a pair needs only index k
+                // (Box::index_with, the same rounding as index()) to pick between the row's two
+                // shifts, both made by shift() as dist2 would make them.
+                unsigned warp_unsure = 0;
+#pragma unroll
+                for (int k = 0; k < 3; ++k)
+                    warp_unsure |= static_cast<unsigned>(__any_sync(0xFFFFFFFFu, (unsure >> k) & 1u)) << k;
+                if (chunk_images && __popc(warp_unsure) == 1 && !__any_sync(0xFFFFFFFFu, wide)) {
+                    ++chunks[1];
+                    const int k = __ffs(warp_unsure) - 1;
+                    T c[3], nk[R], sh[R][3];
+#pragma unroll
+                    for (int q = 0; q < 3; ++q) c[q] = k == 0 ? box.f[0][q] : (k == 1 ? box.f[1][q] : box.f[2][q]);
+#pragma unroll
+                    for (int r = 0; r < R; ++r) {
+                        nk[r] = k == 0 ? nl[r][0] : (k == 1 ? nl[r][1] : nl[r][2]);
+                        T up[3];
+#pragma unroll
+                        for (int q = 0; q < 3; ++q) up[q] = q == k ? nl[r][q] + T(1) : nl[r][q];
+                        box.shift(up, sh[r]);
+                    }
+                    pairs_of(c0, c1, [&](T dx, T dy, T dz, int r) {
+                        const bool hi = Box::index_with(c, dx, dy, dz) != nk[r];
+                        const T t[3] = {hi ? sh[r][0] : s[r][0], hi ? sh[r][1] : s[r][1],
+                                        hi ? sh[r][2] : s[r][2]};
+                        return box.reduce(dx, dy, dz, t);
+                    });
+                    continue;
+                }
+            }
+            pairs_of(c0, c1, own_image);
         }
     }
 }
 
 // Adds a warp's chunk counts (tile_pairs) to the launch's statistics.
-__device__ __forceinline__ void add_chunk_stats(unsigned long long* stats, const unsigned (&chunks)[2]) {
-    if (stats && (threadIdx.x & 31) == 0 && chunks[1]) {
+__device__ __forceinline__ void add_chunk_stats(unsigned long long* stats, const unsigned (&chunks)[3]) {
+    if (stats && (threadIdx.x & 31) == 0 && chunks[2]) {
         atomicAdd(stats, static_cast<unsigned long long>(chunks[0]));
         atomicAdd(stats + 1, static_cast<unsigned long long>(chunks[1]));
+        atomicAdd(stats + 2, static_cast<unsigned long long>(chunks[2]));
     }
 }
 
@@ -510,7 +568,7 @@ __global__ void __launch_bounds__(Threads)
     constexpr bool kDense = kDenseKernel<T, Box, Rule, Labels, Global, Windowed, Packed>;
     const bool dense = kDense && a.all_in_range && !tri && t.i1 - t.i0 == Threads * kRows;
     const bool one_image = a.chunk_images;
-    unsigned chunks[2] = {0u, 0u};
+    unsigned chunks[3] = {0u, 0u, 0u};
 
     for (int jb = t.j0; jb < t.j1; jb += Threads) {
         __syncthreads();
@@ -706,7 +764,7 @@ __global__ void __launch_bounds__(kCellThreads)
 
     const int c_end = st_a[a.n2];
     const float nan = __int_as_float(0x7fc00000);
-    unsigned chunks[2] = {0u, 0u};
+    unsigned chunks[3] = {0u, 0u, 0u};
     for (int c0 = st_a[0] + t.part * kCellThreads; c0 < c_end; c0 += a.parts * kCellThreads) {
         const int c1 = min(c0 + kCellThreads, c_end);
         const int zlo = a.zcell[c0], zhi = a.zcell[c1 - 1];
@@ -888,8 +946,7 @@ struct Histogrammer::Impl {
     double plan_pairs = 0;  // pairs of the problem plan() last built its tasks for
     std::vector<float4> staging;   // the packed frame before its spatial sort
     std::vector<uint32_t> sort_key, sort_count;
-    DeviceArray<unsigned long long> dev_stats;  // [chunks with one image, chunks]
-    unsigned long long host_stats[2] = {0, 0};
+    DeviceArray<unsigned long long> dev_stats;  // [chunks with one image, with one index, all]
     bool exact_only = true;  // never use FastRule (the default: it measured slower)
     DeviceInfo info;
     cudaStream_t compute = nullptr, copy = nullptr;
@@ -951,8 +1008,8 @@ struct Histogrammer::Impl {
                 throw std::invalid_argument("FASTRDF_CUDA_COMMON_IMAGE: '" + v +
                                             "' is not one of auto, always, off (unset it for auto)");
         }
-        dev_stats.reserve(2, "the launch statistics");
-        check(cudaMemset(dev_stats.ptr, 0, 2 * sizeof(unsigned long long)), "cudaMemset");
+        dev_stats.reserve(kStats, "the launch statistics");
+        check(cudaMemset(dev_stats.ptr, 0, kStats * sizeof(unsigned long long)), "cudaMemset");
         check(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking), "cudaStreamCreate");
         check(cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking), "cudaStreamCreate");
         for (int s = 0; s < 2; ++s) {
@@ -1625,19 +1682,18 @@ struct Histogrammer::Impl {
         if (!pending) return;
         check(cudaSetDevice(device), "cudaSetDevice");
         const std::size_t len = static_cast<std::size_t>(out_pairs) * out_nbins;
-        host_out.reserve(len + 2, "cudaMallocHost(histograms)");
+        host_out.reserve(len + kStats, "cudaMallocHost(histograms)");
         check(cudaMemcpyAsync(host_out.ptr, dev_out.ptr, len * sizeof(unsigned long long),
                               cudaMemcpyDeviceToHost, compute),
               "cudaMemcpyAsync(histograms)");
-        check(cudaMemcpyAsync(host_out.ptr + len, dev_stats.ptr, 2 * sizeof(unsigned long long),
+        check(cudaMemcpyAsync(host_out.ptr + len, dev_stats.ptr, kStats * sizeof(unsigned long long),
                               cudaMemcpyDeviceToHost, compute),
               "cudaMemcpyAsync(statistics)");
         check(cudaMemsetAsync(dev_out.ptr, 0, len * sizeof(unsigned long long), compute), "cudaMemsetAsync");
-        check(cudaMemsetAsync(dev_stats.ptr, 0, 2 * sizeof(unsigned long long), compute), "cudaMemsetAsync");
+        check(cudaMemsetAsync(dev_stats.ptr, 0, kStats * sizeof(unsigned long long), compute), "cudaMemsetAsync");
         check(cudaStreamSynchronize(compute), "the histogram kernels");
         for (std::size_t k = 0; k < len; ++k) out[k] += host_out.ptr[k];
-        launch.image_chunks[0] = static_cast<long long>(host_out.ptr[len]);
-        launch.image_chunks[1] = static_cast<long long>(host_out.ptr[len + 1]);
+        for (int k = 0; k < kStats; ++k) launch.image_chunks[k] = static_cast<long long>(host_out.ptr[len + k]);
         pending = false;
     }
 };

@@ -96,7 +96,7 @@ class CudaHistogrammer {
         d["cell_k"] = l.cell_k;
         d["dense"] = l.dense;
         d["sorted"] = l.sorted;
-        d["image_chunks"] = py::make_tuple(l.image_chunks[0], l.image_chunks[1]);
+        d["image_chunks"] = py::make_tuple(l.image_chunks[0], l.image_chunks[1], l.image_chunks[2]);
         return d;
     }
 

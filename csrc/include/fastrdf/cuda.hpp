@@ -59,8 +59,9 @@ struct LaunchInfo {
                          // labels, one sweep of shared counters: full tiles off the diagonal
                          // skip the range test
     bool sorted = false; // periodic all-pairs frame put in spatial order (one image per chunk)
-    long long image_chunks[2] = {0, 0};  // periodic: warp chunks that took one image, and all
-                                         // (summed over the frames of the last synchronize())
+    long long image_chunks[3] = {0, 0, 0};  // periodic: warp chunks of j atoms that took one
+                                            // image, one index (triclinic), and all (summed
+                                            // over the frames of the last synchronize())
 };
 
 // One device's persistent engine: device buffers, pinned host buffers, streams and events are

@@ -192,13 +192,15 @@ struct TriclinicBox {
     const T* images = nullptr;  // 3 * n_images lattice vectors (x, y, z), zero vector excluded
     int n_images = 0;
 
-    FASTRDF_HD T frac(int k, T dx, T dy, T dz) const {
-        return f[k][0] * dx + f[k][1] * dy + f[k][2] * dz;
+    // index k of d from the coefficients c = f[k] (kept in registers by a caller that wants
+    // one index only: the same rounding as index())
+    FASTRDF_HD static T index_with(const T (&c)[3], T dx, T dy, T dz) {
+        return nint(c[0] * dx + c[1] * dy + c[2] * dz);
     }
     FASTRDF_HD void index(T dx, T dy, T dz, T (&n)[3]) const {
-        n[0] = nint(frac(0, dx, dy, dz));
-        n[1] = nint(frac(1, dx, dy, dz));
-        n[2] = nint(frac(2, dx, dy, dz));
+        n[0] = index_with(f[0], dx, dy, dz);
+        n[1] = index_with(f[1], dx, dy, dz);
+        n[2] = index_with(f[2], dx, dy, dz);
     }
     FASTRDF_HD void shift(const T (&n)[3], T (&s)[3]) const {
         s[0] = n[0] * a[0][0] + n[1] * a[1][0] + n[2] * a[2][0];
@@ -224,23 +226,24 @@ struct TriclinicBox {
         shift(n, s);
         return reduce(dx, dy, dz, s);
     }
-    // index k falls with component c where f[k][c] < 0: its lowest value is at the corner
-    // taking hi there and lo elsewhere (f[k][c] == -0 multiplies to a zero either way)
-    FASTRDF_HD bool common_image(const T (&lo)[3], const T (&hi)[3], T (&s)[3]) const {
-        T n[3];
-        bool same = true;
+    // Lowest (a) and highest (b) index k over the box of displacements [lo, hi]: index k falls
+    // with component c where f[k][c] < 0, so its lowest value is at the corner taking hi there
+    // and lo elsewhere (f[k][c] == -0 multiplies to a zero either way).
+    FASTRDF_HD void index_bounds(const T (&lo)[3], const T (&hi)[3], T (&a)[3], T (&b)[3]) const {
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
         for (int k = 0; k < 3; ++k) {
             const bool px = f[k][0] >= T(0), py = f[k][1] >= T(0), pz = f[k][2] >= T(0);
-            const T a0 = nint(frac(k, px ? lo[0] : hi[0], py ? lo[1] : hi[1], pz ? lo[2] : hi[2]));
-            const T a1 = nint(frac(k, px ? hi[0] : lo[0], py ? hi[1] : lo[1], pz ? hi[2] : lo[2]));
-            same = same & (a0 == a1);
-            n[k] = a0;
+            a[k] = index_with(f[k], px ? lo[0] : hi[0], py ? lo[1] : hi[1], pz ? lo[2] : hi[2]);
+            b[k] = index_with(f[k], px ? hi[0] : lo[0], py ? hi[1] : lo[1], pz ? hi[2] : lo[2]);
         }
-        shift(n, s);
-        return same;
+    }
+    FASTRDF_HD bool common_image(const T (&lo)[3], const T (&hi)[3], T (&s)[3]) const {
+        T a[3], b[3];
+        index_bounds(lo, hi, a, b);
+        shift(a, s);
+        return (a[0] == b[0]) & (a[1] == b[1]) & (a[2] == b[2]);
     }
 };
 
