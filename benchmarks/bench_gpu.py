@@ -11,8 +11,12 @@ Sections (each prints a table; ``--json FILE`` also writes every figure):
     under half its smallest width, 35.4 Å, the single-image limit; the fraction in range is shown).
     The time is host to host: the coordinate copy, the kernels and the download of the
     counts. The CPU kernel (all cores) runs the same cases at N = 100k beside it. Without a
-    box the whole cube lies within r_max, so the GPU takes its dense path (kernel column
-    "dense": no range test); ``--rmax 170`` measures a frame where it cannot.
+    box the whole cube lies within r_max, and in the orthorhombic box every minimum image,
+    so the GPU takes its dense path (kernel column "dense": no range test); ``--rmax 170``
+    (no box) or ``--rmax 80`` (orthorhombic) measures a frame where it cannot. Periodic
+    frames are sorted in Morton order on the host ("sorted"); "1img" and "1idx" give the
+    share of chunks of 32 j atoms that took one image, or (triclinic) one index, for all
+    their pairs (``FASTRDF_CUDA_COMMON_IMAGE=off`` turns both off, to compare).
 ``species``
     CADISHI's use case: 300,000 atoms in 9 species of very different sizes, all 45 partial
     histograms in one call per frame, 8000 bins, r_max 300 Å, no box; frames/s.
