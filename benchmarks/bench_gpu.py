@@ -125,7 +125,7 @@ class Table(list):
 
 
 def section_kernel(rng, args, results):
-    rows = Table("Kernel throughput, N x N pairs, single precision (host to host)",
+    rows = Table(f"Kernel throughput, N x N pairs, {args.precision} precision (host to host)",
                  ["box", "N", "bins", "device", "kernel", "s/frame", "bapps", "in range", "x CPU"])
     sizes_gpu = [1_000_000] + ([4_000_000] if args.big else [])
     bins_list = args.bins or [1000, 10_000, 40_000, 100_000]
@@ -136,7 +136,7 @@ def section_kernel(rng, args, results):
         # CPU reference, same machine, smaller N (all-pairs throughput is size independent)
         ncpu = 100_000 if not args.no_cpu else 1000
         a, out = problem(rng, (ncpu, ncpu), [(0, 1)], 10_000, rmax, dims)
-        t = time_frames(Engine("cpu", "single"), a, 1, out)
+        t = time_frames(Engine("cpu", args.precision), a, 1, out)
         cpu_bapps = ncpu * ncpu / t / 1e9
         frac = out.sum() / (time_frames.frames * float(ncpu) * ncpu)
         rows.append([box_name, f"{ncpu:,}", "10,000", "cpu", "-", f"{t:.3f}", f"{cpu_bapps:.1f}",
@@ -148,7 +148,7 @@ def section_kernel(rng, args, results):
                 if n > 1_000_000 and nbins != 10_000 and not args.full:
                     continue
                 a, out = problem(rng, (n, n), [(0, 1)], nbins, rmax, dims)
-                eng = Engine("cuda", "single", kernel=args.kernel,
+                eng = Engine("cuda", args.precision, kernel=args.kernel,
                              max_window_bins=args.max_window_bins)
                 t = time_frames(eng, a, args.repeat if n <= 1_000_000 else 1, out)
                 bapps = n * n / t / 1e9
@@ -265,6 +265,8 @@ def main(argv=None):
     p.add_argument("--bins", type=int, nargs="*", help="kernel section: bin counts to run")
     p.add_argument("--boxes", nargs="*", help=f"kernel section: boxes to run ({', '.join(BOXES)})")
     p.add_argument("--no-cpu", action="store_true", help="kernel section: skip the CPU reference")
+    p.add_argument("--precision", choices=("single", "double"), default="single",
+                   help="kernel section: the precision of the kernels (default single)")
     p.add_argument("--rmax", type=float, default=None,
                    help="kernel section: this range instead of each box's (e.g. 170 without a "
                         "box: below the cube's diagonal, so not every pair is in range)")

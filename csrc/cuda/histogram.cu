@@ -74,6 +74,7 @@ enum { kImageAuto = 0, kImageAlways = 1, kImageOff = 2 };
 // auto: sort a periodic all-pairs frame when its atoms have this many pairs each on average
 // (the host's counting sort costs about as much per atom as ~10^4 pair evaluations on the GPU)
 constexpr double kSortPairsPerAtom = 16384.0;
+// (Every kernel reserves the bounds, also without a box: at most 1 KB, 256 bins of a window.)
 __host__ __device__ constexpr int tile_bytes(int threads) {
     return threads * 16 + (threads / kChunk) * 32;
 }
@@ -84,8 +85,9 @@ struct has_raw : std::false_type {};
 template <class Rule>
 struct has_raw<Rule, std::void_t<decltype(&Rule::raw)>> : std::true_type {};
 
-// Kernels that may take the dense path: no box, FloatRule from 0, one-sweep windows (32-bit
-// or packed), no labels. There, when the host proved every pair of the frame within r_max (run()), a
+// Kernels that may take the dense path: no box or an orthorhombic one (OrthoBox, not the
+// MDAnalysis-scaled form), float, FloatRule from 0, one-sweep windows (32-bit or packed), no
+// labels. There, when the host proved every pair of the frame within r_max (run()), a
 // task whose i tile is full (no NaN padding) and that is not on a diagonal (no j > i test)
 // has no pair to leave out, so its increments need no predicate: no range test and no
 // branch around the atomic, four instructions less per pair (benchmarks/NOTES.md, GPU 15).
@@ -891,6 +893,8 @@ int driver_version() {
 // a few cells, so one image usually serves a thread for all of it (tile_pairs). The histogram
 // does not depend on the order: the distance of (i, j) is that of (j, i) bit for bit, and the
 // labels travel with the atoms (w).
+namespace {
+
 uint32_t spread_bits3(uint32_t v) {  // bits 0..9 of v to bits 0, 3, 6, ...
     v &= 0x3FFu;
     v = (v | (v << 16)) & 0x030000FFu;
@@ -914,7 +918,7 @@ void sort_spatially(const float4* in, float4* out, const int64_t* offsets, int n
         float scale[3];
         for (int d = 0; d < 3; ++d) {
             const float ext = hi[d] - lo[d];
-            scale[d] = ext > 0.f ? static_cast<float>(g) / ext : 0.f;
+            scale[d] = ext > 1e-30f ? static_cast<float>(g) / ext : 0.f;  // finite
         }
         auto cell = [&](float x, int d) {
             const float c = (x - lo[d]) * scale[d];  // in [0, g]; g itself for x == hi
@@ -933,6 +937,8 @@ void sort_spatially(const float4* in, float4* out, const int64_t* offsets, int n
         for (int64_t i = 0; i < n; ++i) out[o0 + count[key[i]]++] = in[o0 + i];
     }
 }
+
+}  // namespace
 
 struct Histogrammer::Impl {
     int device = 0;

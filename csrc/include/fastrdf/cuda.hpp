@@ -60,8 +60,9 @@ struct LaunchInfo {
                          // skip the range test
     bool sorted = false; // periodic all-pairs frame put in spatial order (one image per chunk)
     long long image_chunks[3] = {0, 0, 0};  // periodic: warp chunks of j atoms that took one
-                                            // image, one index (triclinic), and all (summed
-                                            // over the frames of the last synchronize())
+                                            // image, one index (triclinic), and all, summed
+                                            // over the frames of the last synchronize() (set
+                                            // there; 0 between accumulate and synchronize)
 };
 
 // One device's persistent engine: device buffers, pinned host buffers, streams and events are

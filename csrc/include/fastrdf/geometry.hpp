@@ -85,9 +85,9 @@ struct NoBox {
     FASTRDF_HD T dist2(T dx, T dy, T dz) const { return norm2(dx, dy, dz); }
 };
 
-// Periodic boxes take the minimum image in two steps: image(d, s) picks the lattice shift s
-// of a displacement d = (dx, dy, dz) from integer indices n = index(d), and reduce(d, s)
-// applies it and returns r2; dist2(d) = reduce(d, image(d)). index() is made of correctly
+// Periodic boxes take the minimum image in three steps: index(d, n) gives the integer image
+// indices n of a displacement d = (dx, dy, dz), shift(n, s) the lattice shift s they stand
+// for, and reduce(d, s) applies it and returns r2; dist2(d) = reduce(d, shift(index(d))). index() is made of correctly
 // rounded multiplications and additions and of nint / round_half_away, all monotone, so each
 // index is monotone in each component of d (rising or falling with the sign of its
 // coefficient). Hence common_image(lo, hi, s): when the two extreme corners of a box of
