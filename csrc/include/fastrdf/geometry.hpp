@@ -87,19 +87,46 @@ struct NoBox {
 
 // Periodic boxes take the minimum image in three steps: index(d, n) gives the integer image
 // indices n of a displacement d = (dx, dy, dz), shift(n, s) the lattice shift s they stand
-// for, and reduce(d, s) applies it and returns r2; dist2(d) = reduce(d, shift(index(d))). index() is made of correctly
-// rounded multiplications and additions and of nint / round_half_away, all monotone, so each
-// index is monotone in each component of d (rising or falling with the sign of its
-// coefficient). Hence common_image(lo, hi, s): when the two extreme corners of a box of
-// displacements [lo, hi] (per index, the corner that minimises and the one that maximises it)
-// get the same indices, every displacement in the box gets them too, and reduce(d, s) then
-// gives dist2(d) bit for bit. The GPU kernels use it to take one shift per thread for a whole
-// chunk of j atoms (benchmarks/NOTES.md, GPU item 16). Argument order is fixed (x, y, z) and no
-// step may be contracted or reassociated, as everywhere in this header.
+// for, and reduce(d, s) applies it and returns r2; dist2(d) = reduce(d, shift(index(d))).
+// index() is made of correctly rounded multiplications and additions and of nint /
+// round_half_away, all monotone, so each index is monotone in each component of d (rising or
+// falling with the sign of its coefficient). Hence common_image(lo, hi, s): when the two
+// extreme corners of a box of displacements [lo, hi] (per index, the corner that minimises
+// and the one that maximises it) get the same indices, every displacement in the box gets
+// them too, and reduce(d, s) then gives dist2(d) bit for bit. The GPU kernels use it to take
+// one shift per thread for a whole chunk of j atoms (benchmarks/NOTES.md, GPU item 16).
+// Argument order is fixed (x, y, z) and no step may be contracted or reassociated, as
+// everywhere in this header.
+
+// dist2 from a box's index, shift and reduce (CRTP: written once for every periodic box).
+template <class Box, typename T>
+struct PeriodicImage {
+    FASTRDF_HD T dist2(T dx, T dy, T dz) const {
+        const Box& box = static_cast<const Box&>(*this);
+        T n[3], s[3];
+        box.index(dx, dy, dz, n);
+        box.shift(n, s);
+        return box.reduce(dx, dy, dz, s);
+    }
+};
+
+// Boxes whose index c rises with component c alone (the orthorhombic forms: inv > 0): the
+// corners are lo and hi themselves.
+template <class Box, typename T>
+struct AxisImage : PeriodicImage<Box, T> {
+    FASTRDF_HD bool common_image(const T (&lo)[3], const T (&hi)[3], T (&s)[3]) const {
+        const Box& box = static_cast<const Box&>(*this);
+        T a[3], b[3];
+        box.index(lo[0], lo[1], lo[2], a);
+        box.index(hi[0], hi[1], hi[2], b);
+        box.shift(a, s);
+        return (a[0] == b[0]) & (a[1] == b[1]) & (a[2] == b[2]);
+    }
+};
 
 // Orthorhombic box: the per-axis minimum image is exact for any separation.
 template <typename T>
-struct OrthoBox {
+struct OrthoBox : AxisImage<OrthoBox<T>, T> {
     T l[3];
     T inv[3];
     FASTRDF_HD void index(T dx, T dy, T dz, T (&n)[3]) const {
@@ -114,20 +141,6 @@ struct OrthoBox {
     }
     FASTRDF_HD T reduce(T dx, T dy, T dz, const T (&s)[3]) const {
         return norm2(dx - s[0], dy - s[1], dz - s[2]);
-    }
-    FASTRDF_HD T dist2(T dx, T dy, T dz) const {
-        T n[3], s[3];
-        index(dx, dy, dz, n);
-        shift(n, s);
-        return reduce(dx, dy, dz, s);
-    }
-    // inv > 0: every index rises with its component
-    FASTRDF_HD bool common_image(const T (&lo)[3], const T (&hi)[3], T (&s)[3]) const {
-        T a[3], b[3];
-        index(lo[0], lo[1], lo[2], a);
-        index(hi[0], hi[1], hi[2], b);
-        shift(a, s);
-        return (a[0] == b[0]) & (a[1] == b[1]) & (a[2] == b[2]);
     }
 };
 
@@ -145,7 +158,7 @@ FASTRDF_HD T round_half_away(T x) {
 // (a group of fewer than 10 atoms, or r_max > 0.3 L), so the same formula reproduces them.
 // Its "shift" is the rounded index itself, which reduce() subtracts from s.
 template <typename T>
-struct OrthoBoxScaled {
+struct OrthoBoxScaled : AxisImage<OrthoBoxScaled<T>, T> {
     T l[3];
     T inv[3];  // float(1 / L), widened to T
     FASTRDF_HD void index(T dx, T dy, T dz, T (&n)[3]) const {
@@ -164,19 +177,6 @@ struct OrthoBoxScaled {
         dz = l[2] * (dz * inv[2] - s[2]);
         return norm2(dx, dy, dz);
     }
-    FASTRDF_HD T dist2(T dx, T dy, T dz) const {
-        T n[3], s[3];
-        index(dx, dy, dz, n);
-        shift(n, s);
-        return reduce(dx, dy, dz, s);
-    }
-    FASTRDF_HD bool common_image(const T (&lo)[3], const T (&hi)[3], T (&s)[3]) const {
-        T a[3], b[3];
-        index(lo[0], lo[1], lo[2], a);
-        index(hi[0], hi[1], hi[2], b);
-        shift(a, s);
-        return (a[0] == b[0]) & (a[1] == b[1]) & (a[2] == b[2]);
-    }
 };
 
 // General triclinic box given by a reduced basis a[k] (rows) and its reciprocal vectors
@@ -186,7 +186,7 @@ struct OrthoBoxScaled {
 // r_max (MultiImage = false); otherwise the host lists every lattice vector that could be,
 // and the minimum over them is taken.
 template <typename T, bool MultiImage>
-struct TriclinicBox {
+struct TriclinicBox : PeriodicImage<TriclinicBox<T, MultiImage>, T> {
     T a[3][3];
     T f[3][3];
     const T* images = nullptr;  // 3 * n_images lattice vectors (x, y, z), zero vector excluded
@@ -219,12 +219,6 @@ struct TriclinicBox {
             }
         }
         return best;
-    }
-    FASTRDF_HD T dist2(T dx, T dy, T dz) const {
-        T n[3], s[3];
-        index(dx, dy, dz, n);
-        shift(n, s);
-        return reduce(dx, dy, dz, s);
     }
     // Lowest (a) and highest (b) index k over the box of displacements [lo, hi]: index k falls
     // with component c where f[k][c] < 0, so its lowest value is at the corner taking hi there
