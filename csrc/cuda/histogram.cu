@@ -23,9 +23,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "fastrdf/cells.hpp"
@@ -895,6 +897,23 @@ int driver_version() {
 // labels travel with the atoms (w).
 namespace {
 
+// The value that the environment variable `name` selects among `choices` (name, value), or
+// `automatic` when it is unset, empty or "auto"; anything else is a ValueError naming it.
+int env_choice(const char* name, std::initializer_list<std::pair<const char*, int>> choices,
+               int automatic) {
+    const char* env = std::getenv(name);
+    if (!env) return automatic;
+    const std::string v(env);
+    if (v.empty() || v == "auto") return automatic;
+    std::string names;
+    for (const auto& c : choices) {
+        if (v == c.first) return c.second;
+        names += std::string(c.first) + ", ";
+    }
+    throw std::invalid_argument(std::string(name) + ": '" + v + "' is not one of " + names +
+                                "auto (unset it for auto)");
+}
+
 uint32_t spread_bits3(uint32_t v) {  // bits 0..9 of v to bits 0, 3, 6, ...
     v &= 0x3FFu;
     v = (v | (v << 16)) & 0x030000FFu;
@@ -998,22 +1017,9 @@ struct Histogrammer::Impl {
                                         " does not exist (this machine has " + std::to_string(n) + ")");
         check(cudaSetDevice(device), "cudaSetDevice");
         info = device_info(device);
-        if (const char* env = std::getenv("FASTRDF_CUDA_BLOCK_THREADS")) {
-            const std::string v(env);
-            if (v == "256") forced_threads = kThreads;
-            else if (v == "1024") forced_threads = kWideThreads;
-            else if (!v.empty() && v != "auto")
-                throw std::invalid_argument("FASTRDF_CUDA_BLOCK_THREADS: '" + v +
-                                            "' is not one of 256, 1024, auto (unset it for auto)");
-        }
-        if (const char* env = std::getenv("FASTRDF_CUDA_COMMON_IMAGE")) {
-            const std::string v(env);
-            if (v == "always") common_image = kImageAlways;
-            else if (v == "off") common_image = kImageOff;
-            else if (!v.empty() && v != "auto")
-                throw std::invalid_argument("FASTRDF_CUDA_COMMON_IMAGE: '" + v +
-                                            "' is not one of auto, always, off (unset it for auto)");
-        }
+        forced_threads = env_choice("FASTRDF_CUDA_BLOCK_THREADS", {{"256", kThreads}, {"1024", kWideThreads}}, 0);
+        common_image = env_choice("FASTRDF_CUDA_COMMON_IMAGE", {{"always", kImageAlways}, {"off", kImageOff}},
+                                  kImageAuto);
         dev_stats.reserve(kStats, "the launch statistics");
         check(cudaMemset(dev_stats.ptr, 0, kStats * sizeof(unsigned long long)), "cudaMemset");
         check(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking), "cudaStreamCreate");
