@@ -887,14 +887,6 @@ int driver_version() {
     return v;
 }
 
-// Spatial order for the periodic all-pairs kernels: each species block of `in` counting-sorted
-// into `out` by the Morton (Z-order) code of a grid of 2^b cells per axis over the frame's
-// bounds [lo, hi], about two atoms per cell (Morton keeps a run of consecutive cells compact in
-// all three axes, unlike row-major order: Al-Kharusi & Walker,
-// ../shared/papers/004_71a4f60c206d7d7d.txt). A chunk of kChunk consecutive j atoms then spans
-// a few cells, so one image usually serves a thread for all of it (tile_pairs). The histogram
-// does not depend on the order: the distance of (i, j) is that of (j, i) bit for bit, and the
-// labels travel with the atoms (w).
 namespace {
 
 // The value that the environment variable `name` selects among `choices` (name, value), or
@@ -914,6 +906,15 @@ int env_choice(const char* name, std::initializer_list<std::pair<const char*, in
                                 "auto (unset it for auto)");
 }
 
+// Spatial order for the periodic all-pairs kernels: each species block of `in` counting-sorted
+// into `out` by the Morton (Z-order) code of a grid of 2^b cells per axis over the frame's
+// bounds [lo, hi], about two atoms per cell (Morton keeps a run of consecutive cells compact in
+// all three axes, unlike row-major order: Al-Kharusi & Walker,
+// ../shared/papers/004_71a4f60c206d7d7d.txt). A chunk of kChunk consecutive j atoms then spans
+// a few cells, so one image usually serves a thread for all of it (tile_pairs). The histogram
+// does not depend on the order: the distance of (i, j) is that of (j, i) bit for bit, and the
+// labels travel with the atoms (w). run() sorts from a copy of the packed frame (staging)
+// back into the pinned buffer: one more pass over the frame, for sorted frames only.
 uint32_t spread_bits3(uint32_t v) {  // bits 0..9 of v to bits 0, 3, 6, ...
     v &= 0x3FFu;
     v = (v | (v << 16)) & 0x030000FFu;
