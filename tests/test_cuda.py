@@ -637,24 +637,26 @@ def test_gpu_one_image_per_chunk_matches_cpu(rng, monkeypatch, box_name, mode, p
     assert eng.last_launch["sorted"] is (mode == "always")
     if mode == "always":
         assert 0 < common < total, (common, total)
-        # (chunks whose rows disagree on one index only: triclinic, single precision; with
-        # unwrapped atoms they are rare, test_gpu_one_index_per_chunk has them in number)
+        # (chunks whose rows disagree on one index only: triclinic and orthorhombic, not the
+        # MDAnalysis-scaled form, single precision; with unwrapped atoms they are rare,
+        # test_gpu_one_index_per_chunk has them in number)
         assert one_index + common < total, (one_index, common, total)
-        if not (box_name.startswith("triclinic") and precision == "single"):
+        if box_name == "ortho_scaled" or precision == "double":
             assert one_index == 0
     else:
         assert common == 0 and one_index == 0 and total > 0
 
 
 @pytest.mark.parametrize("labels", [False, True], ids=["all", "labels"])
-@pytest.mark.parametrize("box_name", ["triclinic", "triclinic_multi"])
+@pytest.mark.parametrize("box_name", ["ortho", "triclinic", "triclinic_multi"])
 @pytest.mark.gpu
 @requires_gpu
 def test_gpu_one_index_per_chunk(rng, monkeypatch, box_name, labels):
-    """Triclinic boxes in single precision: a chunk where the rows disagree on one image
-    index only takes that index per pair and picks between the row's two shifts. With
-    wrapped atoms, sorted, most chunks that cannot take one image take one index; bit for
-    bit with the CPU kernel, with and without extra images."""
+    """Single precision: a chunk where the rows disagree on one image index only takes that
+    index per pair (triclinic: picks between the row's two positions of atom i; orthorhombic:
+    that axis takes each pair's own shift, the other two the row's). With wrapped atoms,
+    sorted, most chunks that cannot take one image take one index; bit for bit with the CPU
+    kernel, with and without extra images."""
     monkeypatch.setenv("FASTRDF_CUDA_COMMON_IMAGE", "always")
     problem = make_problem(rng, box_name, sizes=(9000, 4000), pairs=((0, 0), (0, 1), (1, 1)),
                            labels=labels)

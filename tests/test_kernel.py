@@ -85,6 +85,55 @@ def test_species_pairs_match_bruteforce(kind):
         np.testing.assert_array_equal(row.astype(np.int64), ref, err_msg=f"pair {(a, b)}")
 
 
+def _float32_replica(c1, c2, kind, edges):
+    """The single-precision arithmetic of geometry.hpp, step by step in NumPy float32 (each
+    operation correctly rounded, none fused): d = xj - xi; orthorhombic, the shift
+    s = l * rint(d * inv) moves atom i, d' = xj - (xi + s); r2 = (dx^2 + dy^2) + dz^2;
+    r = sqrt(r2); bin trunc((r - rmin) * norm), clamped to the last bin, for rmin <= r <= rmax."""
+    f32 = np.float32
+    xi, xj = c1[:, None, :], c2[None, :, :]
+    d = xj - xi
+    if kind == ORTHO:
+        lengths = np.asarray(DIMS[ORTHO][:3], np.float64)
+        l32, inv32 = lengths.astype(f32), (1.0 / lengths).astype(f32)
+        s = l32 * np.rint(d * inv32)  # rint: to nearest, ties to even, as nint()
+        d = xj - (xi + s)
+    assert d.dtype == f32
+    r = np.sqrt((d[..., 0] * d[..., 0] + d[..., 1] * d[..., 1]) + d[..., 2] * d[..., 2])
+    nbins = len(edges) - 1
+    rmin, rmax = f32(edges[0]), f32(edges[-1])
+    norm = f32(nbins / (float(edges[-1]) - float(edges[0])))
+    inside = (r >= rmin) & (r <= rmax)
+    k = np.minimum(np.trunc((r[inside] - rmin) * norm).astype(np.int64), nbins - 1)
+    return np.bincount(k, minlength=nbins)
+
+
+@pytest.mark.parametrize("kind", [NO_BOX, ORTHO])
+@pytest.mark.parametrize("rng_range", [(0.0, 14.0), (1.5, 40.0)])
+def test_single_precision_is_the_documented_float32_arithmetic(kind, rng_range):
+    """Single precision is defined by its float32 arithmetic (geometry.hpp), not by a
+    tolerance: the CPU kernel (all pairs and cell lists, every SIMD variant) equals a NumPy
+    float32 replica of it bit for bit, with a third of the atoms moved by up to two box
+    lengths (shifts other than 0, atom i moved by its shift) and a range past half the box."""
+    rng = np.random.default_rng(7)
+    sizes = [900, 700]
+    coords, offsets = _species_coords(rng, sizes, kind)
+    if kind == ORTHO:
+        moved = rng.random(len(coords)) < 0.3
+        steps = rng.integers(-2, 3, (int(moved.sum()), 3)) * np.asarray(DIMS[ORTHO][:3])
+        coords[moved] = (coords[moved] + steps).astype(np.float32)
+    edges = reference_edges(997, rng_range)
+    c1, c2 = coords[:sizes[0]], coords[sizes[0]:]
+    ref = _float32_replica(c1, c2, kind, edges)
+    assert ref.sum() > 0
+    for isa in K.usable_variants():
+        for method in ("allpairs", "cells"):
+            h = K.CpuHistogrammer(2, isa, method, 1, "rowmajor")
+            out = _accumulate(h, coords, offsets, [(0, 1)], edges, kind, double=False)
+            np.testing.assert_array_equal(out[0].astype(np.int64), ref,
+                                          err_msg=f"{isa}, {method}")
+
+
 @pytest.mark.parametrize("kind", [NO_BOX, TRICLINIC])
 def test_labels_exclude_equal_label_pairs(kind):
     """Pairs whose atoms carry the same label are skipped (self pairs included), both

@@ -70,10 +70,7 @@ inline void row_indices(const float* __restrict xs, const float* __restrict ys,
 #pragma omp simd
         for (int kk = 0; kk < kDummySlots; ++kk) {
             const int k = k0 + kk;
-            const T dx = static_cast<T>(xs[k] - xi);
-            const T dy = static_cast<T>(ys[k] - yi);
-            const T dz = static_cast<T>(zs[k] - zi);
-            const T r = std::sqrt(box.dist2(dx, dy, dz));
+            const T r = std::sqrt(box.pair_dist2(xi, yi, zi, xs[k], ys[k], zs[k]));
             bool in = bin.in_range(r);
             if (Labels) in = in & (ls[k] != li);
             const T f = in ? bin.coordinate(r) : T(0);
@@ -187,9 +184,8 @@ struct ThreadHist {
                     // Rare: recompute this pair's distance (same arithmetic) and settle the
                     // bin against numpy's edges.
                     const int64_t j = js + k;
-                    const T r = std::sqrt(box.dist2(static_cast<T>(q.x[j] - q.x[i]),
-                                                    static_cast<T>(q.y[j] - q.y[i]),
-                                                    static_cast<T>(q.z[j] - q.z[i])));
+                    const T r = std::sqrt(
+                        box.pair_dist2(q.x[i], q.y[i], q.z[i], q.x[j], q.y[j], q.z[j]));
                     b = static_cast<uint32_t>(bin.exact_bin(r));
                 }
                 ++h[b];

@@ -363,11 +363,14 @@ __device__ __forceinline__ void load_tile(float4* jt, float4* jbox, const float4
 // every displacement from its i atoms to the chunk's bounding box gets one image
 // (common_image, geometry.hpp: the index functions are monotone, so the two extreme corners
 // decide); when every lane of the warp can (padding rows count as able: their NaN pairs never
-// count), the chunk's pairs take that shift and only reduce() per pair, the same r2 bit for
-// bit, else each pair its own image. With spatially sorted atoms (run()) most chunks can.
-// Triclinic boxes (single precision, shared memory) have a third way for chunks where the rows
-// disagree on one index only (below). chunks[0] counts the chunks that took one image,
-// chunks[1] those that took one index, chunks[2] all chunks (per warp).
+// count), the chunk's pairs take that shift, the same r2 bit for bit, else each pair its own
+// image. In single precision the shift moves atom i once per row (pair_dist2's form), so such
+// a chunk costs what a chunk without a box costs; in double precision reduce() subtracts it
+// per pair. With spatially sorted atoms (run()) most chunks can. Single-precision
+// shared-memory kernels have a third way for chunks where the rows disagree on one index only
+// (below: one index of a triclinic box, one axis of an orthorhombic one). chunks[0] counts
+// the chunks that took one image, chunks[1] those that took one index, chunks[2] all chunks
+// (per warp).
 template <typename T, class Box, class Rule, bool Labels, bool Global, bool Windowed, bool Tri,
           bool Packed = false, int R = kRows, bool Dense = false>
 __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii)[R],
@@ -423,18 +426,17 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
             shared_inc_if(base + 4u * static_cast<unsigned>(b), take);
         }
     };
-    // every pair of j atoms [c0, c1) with the rows, r2 from r2_of(dx, dy, dz, row)
+    // every pair of j atoms [c0, c1) with the rows, r2 from r2_of(j atom, row)
     auto pairs_of = [&](int c0, int c1, auto r2_of) {
         for (int k = c0; k < c1; ++k) {
             const float4 aj = jt[k];
 #pragma unroll
-            for (int r = 0; r < R; ++r)
-                count(r2_of(static_cast<T>(aj.x - ai[r].x), static_cast<T>(aj.y - ai[r].y),
-                            static_cast<T>(aj.z - ai[r].z), r),
-                      k, r, aj);
+            for (int r = 0; r < R; ++r) count(r2_of(aj, r), k, r, aj);
         }
     };
-    auto own_image = [&](T dx, T dy, T dz, int) { return box.dist2(dx, dy, dz); };
+    auto own_image = [&](const float4& aj, int r) {
+        return box.pair_dist2(ai[r].x, ai[r].y, ai[r].z, aj.x, aj.y, aj.z);
+    };
     if constexpr (!kPeriodic<Box>) {
         pairs_of(0, nj, own_image);
     } else {
@@ -442,13 +444,15 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
         // costs compile time)
         constexpr bool kFloatShared = std::is_same<T, float>::value && !Global && !Windowed;
         constexpr bool kOneIndex = kFloatShared && is_triclinic<Box>;
+        constexpr bool kAxes = kFloatShared && std::is_same<Box, OrthoBox<float>>::value;
         for (int c0 = 0; c0 < nj; c0 += kChunk) {
             const int c1 = min(c0 + kChunk, nj);
             const float4 bl = jbox[2 * (c0 / kChunk)], bh = jbox[2 * (c0 / kChunk) + 1];
             T s[R][3];
             T nl[R][3];           // kOneIndex: each row's lowest indices over the chunk
             unsigned unsure = 0;  // kOneIndex: bit k when a row's index k takes two values
-            bool one = chunk_images, zero = true, wide = false;
+            unsigned axes = 7u;   // kAxes: bit c when every row takes one index along axis c
+            bool one = chunk_images, wide = false;
 #pragma unroll
             for (int r = 0; r < R; ++r) {
                 const T dl[3] = {static_cast<T>(bl.x - ai[r].x), static_cast<T>(bl.y - ai[r].y),
@@ -466,30 +470,74 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
                         unsure |= static_cast<unsigned>(u) << k;
                         wide = wide | (u & !(nh[k] - nl[r][k] <= T(1)));
                     }
+                } else if constexpr (kAxes) {
+                    axes &= pad ? 7u : box.common_axes(dl, dh, s[r]);
                 } else {
                     one = one & (box.common_image(dl, dh, s[r]) | pad);
                 }
-                zero = zero & (s[r][0] == T(0)) & (s[r][1] == T(0)) & (s[r][2] == T(0));
             }
             if constexpr (kOneIndex) one = one & (unsure == 0u);
+            if constexpr (kAxes) one = one & (axes == 7u);
             ++chunks[2];
+            // Atom i moved by its shift, once per row for the chunk (boxes with kShiftAtoms):
+            // xj - (xi + s) is then pair_dist2's arithmetic, bit for bit.
+            float xs[R][3];
+            if constexpr (Box::kShiftAtoms) {
+#pragma unroll
+                for (int r = 0; r < R; ++r) {
+                    xs[r][0] = ai[r].x + s[r][0];
+                    xs[r][1] = ai[r].y + s[r][1];
+                    xs[r][2] = ai[r].z + s[r][2];
+                }
+            }
             if (__all_sync(0xFFFFFFFFu, one)) {
                 ++chunks[0];
-                if (kFloatShared && __all_sync(0xFFFFFFFFu, zero)) {
-                    // the shift 0 for every row: d - 0 is d, so no subtraction (x - 0 == x for
-                    // every x, which the compiler folds)
-                    const T z[3] = {T(0), T(0), T(0)};
-                    pairs_of(c0, c1, [&](T dx, T dy, T dz, int) { return box.reduce(dx, dy, dz, z); });
+                if constexpr (Box::kShiftAtoms) {
+                    // the loop of a frame without a box, plus the triclinic extra images
+                    pairs_of(c0, c1, [&](const float4& aj, int r) {
+                        return box.norm(aj.x - xs[r][0], aj.y - xs[r][1], aj.z - xs[r][2]);
+                    });
                 } else {
-                    pairs_of(c0, c1, [&](T dx, T dy, T dz, int r) { return box.reduce(dx, dy, dz, s[r]); });
+                    pairs_of(c0, c1, [&](const float4& aj, int r) {
+                        return box.reduce(static_cast<T>(aj.x - ai[r].x), static_cast<T>(aj.y - ai[r].y),
+                                          static_cast<T>(aj.z - ai[r].z), s[r]);
+                    });
                 }
                 continue;
+            }
+            if constexpr (kAxes) {
+                // Orthorhombic chunks whose rows disagree along one axis only: that axis takes
+                // each pair's own shift (OrthoBox::axis_shifted, pair_dist2's arithmetic), the
+                // other two the row's.
+                unsigned warp_axes = 0;
+#pragma unroll
+                for (int c = 0; c < 3; ++c)
+                    warp_axes |= static_cast<unsigned>(__all_sync(0xFFFFFFFFu, (axes >> c) & 1u)) << c;
+                if (chunk_images && __popc(warp_axes) == 2) {
+                    ++chunks[1];
+                    auto along = [&](auto axis) {
+                        constexpr int c = decltype(axis)::value;
+                        pairs_of(c0, c1, [&](const float4& aj, int r) {
+                            const float x = aj.x - (c == 0 ? box.axis_shifted(0, ai[r].x, aj.x) : xs[r][0]);
+                            const float y = aj.y - (c == 1 ? box.axis_shifted(1, ai[r].y, aj.y) : xs[r][1]);
+                            const float z = aj.z - (c == 2 ? box.axis_shifted(2, ai[r].z, aj.z) : xs[r][2]);
+                            return box.norm(x, y, z);
+                        });
+                    };
+                    if (!(warp_axes & 1u))
+                        along(std::integral_constant<int, 0>{});
+                    else if (!(warp_axes & 2u))
+                        along(std::integral_constant<int, 1>{});
+                    else
+                        along(std::integral_constant<int, 2>{});
+                    continue;
+                }
             }
             if constexpr (kOneIndex) {
                 // The rows disagree on one index k only (the same for the whole warp), and each
                 // row's index k is one of two neighbours nl, nl + 1: a pair needs only index k
                 // (Box::index_with, the same rounding as index()) to pick between the row's two
-                // shifts, both made by shift() as dist2 would make them.
+                // positions of atom i, moved by shifts made by shift() as pair_dist2 makes them.
                 unsigned warp_unsure = 0;
 #pragma unroll
                 for (int k = 0; k < 3; ++k)
@@ -497,22 +545,25 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
                 if (chunk_images && __popc(warp_unsure) == 1 && !__any_sync(0xFFFFFFFFu, wide)) {
                     ++chunks[1];
                     const int k = __ffs(warp_unsure) - 1;
-                    T c[3], nk[R], sh[R][3];
+                    T c[3], nk[R];
+                    float xh[R][3];
 #pragma unroll
                     for (int q = 0; q < 3; ++q) c[q] = k == 0 ? box.f[0][q] : (k == 1 ? box.f[1][q] : box.f[2][q]);
 #pragma unroll
                     for (int r = 0; r < R; ++r) {
                         nk[r] = k == 0 ? nl[r][0] : (k == 1 ? nl[r][1] : nl[r][2]);
-                        T up[3];
+                        T up[3], sh[3];
 #pragma unroll
                         for (int q = 0; q < 3; ++q) up[q] = q == k ? nl[r][q] + T(1) : nl[r][q];
-                        box.shift(up, sh[r]);
+                        box.shift(up, sh);
+                        xh[r][0] = ai[r].x + sh[0];
+                        xh[r][1] = ai[r].y + sh[1];
+                        xh[r][2] = ai[r].z + sh[2];
                     }
-                    pairs_of(c0, c1, [&](T dx, T dy, T dz, int r) {
-                        const bool hi = Box::index_with(c, dx, dy, dz) != nk[r];
-                        const T t[3] = {hi ? sh[r][0] : s[r][0], hi ? sh[r][1] : s[r][1],
-                                        hi ? sh[r][2] : s[r][2]};
-                        return box.reduce(dx, dy, dz, t);
+                    pairs_of(c0, c1, [&](const float4& aj, int r) {
+                        const bool hi = Box::index_with(c, aj.x - ai[r].x, aj.y - ai[r].y, aj.z - ai[r].z) != nk[r];
+                        return box.norm(aj.x - (hi ? xh[r][0] : xs[r][0]), aj.y - (hi ? xh[r][1] : xs[r][1]),
+                                        aj.z - (hi ? xh[r][2] : xs[r][2]));
                     });
                     continue;
                 }
@@ -1636,11 +1687,15 @@ struct Histogrammer::Impl {
         // hi2 while e2 itself does not.)
         //
         // Orthorhombic box (OrthoBox<float>: l = float(L), inv = float(1 / L)): with d the float
-        // difference (|d| <= e (1 + 2^-24)), n = nint(d * inv) and s = l n, the image
-        // d - s = l (d / l - n) - l n delta; |d / l - n| <= 1/2 + |d| / L (3 + eps) 2^-24 (the
-        // roundings of inv, l and d * inv) and |l n| <= |d| + l / 2, so with the final
-        // subtraction |d'| <= l / 2 + (e + l) 2^-21 =: D, and r2 <= (Dx^2 + Dy^2 + Dz^2)
-        // (1 + 2^-20) as above.
+        // difference (|d| <= e (1 + 2^-24)), n = nint(d * inv) and s = l n, d - s =
+        // l (d / l - n) - l n delta; |d / l - n| <= 1/2 + |d| / L (3 + eps) 2^-24 (the
+        // roundings of inv, l and d * inv) and |l n| <= |d| + l / 2, so |d - s| <= l / 2 +
+        // (e + l) 5 2^-24. The pair's image is d' = xj - (xi + s) (pair_dist2) with both steps
+        // rounded: the exact xj - xi - s differs from d - s by at most e 2^-24 (d's rounding),
+        // xi + s is off by at most |xi + s| 2^-24 <= (m + l) 2^-24 (m the largest |coordinate|
+        // of the axis, as |xi + s| <= |xj| + |xj - xi - s|), and the last subtraction adds a
+        // factor 1 + 2^-24. So |d'| <= l / 2 + (e + l + m) 2^-21 =: D, and r2 <= (Dx^2 + Dy^2 +
+        // Dz^2) (1 + 2^-20) as above.
         a.all_in_range = 0;
         if constexpr (std::is_same<T, float>::value) {
             if ((p.box_kind == kNoBox || p.box_kind == kOrtho) && float_ok && n > 0) {
@@ -1651,7 +1706,8 @@ struct Histogrammer::Impl {
                         e2 += e * e;
                     } else {
                         const double l = static_cast<float>(p.ortho[d]);
-                        const double bound = 0.5 * l + (e + l) * 0x1p-21;
+                        const double m = std::max(std::fabs(double(lo[d])), std::fabs(double(hi[d])));
+                        const double bound = 0.5 * l + (e + l + m) * 0x1p-21;
                         e2 += bound * bound;
                     }
                 }

@@ -9,9 +9,13 @@
 //   * coordinates are float32 (as MDAnalysis stores them); the difference of two coordinates
 //     is taken in float32, then widened to the working precision T, exactly as MDAnalysis's
 //     distance code does (float - float, stored into a double);
-//   * the minimum image is d' = d - B nint(B^-1 d), with B a *reduced* basis of the box
-//     lattice; for a triclinic box a short list of extra lattice vectors ("images", built on
-//     the host by box_setup.hpp) makes the result exact for every distance up to r_max;
+//   * the minimum image takes the lattice shift s = B nint(B^-1 d), with B a *reduced* basis
+//     of the box lattice; for a triclinic box a short list of extra lattice vectors
+//     ("images", built on the host by box_setup.hpp) makes the result exact for every
+//     distance up to r_max. In double precision (MDAnalysis's arithmetic) the image is
+//     d' = d - s; in single precision the shift moves atom i instead, d' = xj - (xi + s)
+//     (pair_dist2), so that a row whose pairs share one shift costs what a pair without a
+//     box costs (benchmarks/NOTES.md, GPU item 17);
 //   * bins follow numpy.histogram: range [rmin, rmax], last bin closed on the right.
 #pragma once
 
@@ -79,15 +83,23 @@ FASTRDF_HD T norm2(T x, T y, T z) {
     return x * x + y * y + z * z;  // summation order fixed (same as MDAnalysis)
 }
 
-// No periodic boundaries.
+// No periodic boundaries. pair_dist2: r2 of atoms i and j (float32 coordinates), the entry
+// point of every kernel.
 template <typename T>
 struct NoBox {
     FASTRDF_HD T dist2(T dx, T dy, T dz) const { return norm2(dx, dy, dz); }
+    FASTRDF_HD T pair_dist2(float xi, float yi, float zi, float xj, float yj, float zj) const {
+        return norm2(static_cast<T>(xj - xi), static_cast<T>(yj - yi), static_cast<T>(zj - zi));
+    }
 };
 
 // Periodic boxes take the minimum image in three steps: index(d, n) gives the integer image
 // indices n of a displacement d = (dx, dy, dz), shift(n, s) the lattice shift s they stand
 // for, and reduce(d, s) applies it and returns r2; dist2(d) = reduce(d, shift(index(d))).
+// Boxes with kShiftAtoms (single precision, OrthoBox and TriclinicBox) apply the shift to
+// atom i instead: pair_dist2 = norm(xj - (xi + s)), with norm() the r2 of a displacement
+// already in the centred cell (plus the extra images of a triclinic box). Either way the
+// shift comes from d = xj - xi.
 // index() is made of correctly rounded multiplications and additions and of nint /
 // round_half_away, all monotone, so each index is monotone in each component of d (rising or
 // falling with the sign of its coefficient). Hence common_image(lo, hi, s): when the two
@@ -108,39 +120,68 @@ struct PeriodicImage {
         box.shift(n, s);
         return box.reduce(dx, dy, dz, s);
     }
+    FASTRDF_HD T pair_dist2(float xi, float yi, float zi, float xj, float yj, float zj) const {
+        const Box& box = static_cast<const Box&>(*this);
+        const T dx = static_cast<T>(xj - xi), dy = static_cast<T>(yj - yi),
+                dz = static_cast<T>(zj - zi);
+        if constexpr (Box::kShiftAtoms) {
+            T n[3], s[3];
+            box.index(dx, dy, dz, n);
+            box.shift(n, s);
+            return box.norm(xj - (xi + s[0]), yj - (yi + s[1]), zj - (zi + s[2]));
+        } else {
+            return dist2(dx, dy, dz);
+        }
+    }
 };
 
 // Boxes whose index c rises with component c alone (the orthorhombic forms: inv > 0): the
 // corners are lo and hi themselves.
+// common_axes: bit c set when every displacement of the box takes the index of lo along axis
+// c (s: the shift of lo's indices).
 template <class Box, typename T>
 struct AxisImage : PeriodicImage<Box, T> {
-    FASTRDF_HD bool common_image(const T (&lo)[3], const T (&hi)[3], T (&s)[3]) const {
+    FASTRDF_HD unsigned common_axes(const T (&lo)[3], const T (&hi)[3], T (&s)[3]) const {
         const Box& box = static_cast<const Box&>(*this);
         T a[3], b[3];
         box.index(lo[0], lo[1], lo[2], a);
         box.index(hi[0], hi[1], hi[2], b);
         box.shift(a, s);
-        return (a[0] == b[0]) & (a[1] == b[1]) & (a[2] == b[2]);
+        return static_cast<unsigned>(a[0] == b[0]) | (static_cast<unsigned>(a[1] == b[1]) << 1) |
+               (static_cast<unsigned>(a[2] == b[2]) << 2);
+    }
+    FASTRDF_HD bool common_image(const T (&lo)[3], const T (&hi)[3], T (&s)[3]) const {
+        return common_axes(lo, hi, s) == 7u;
     }
 };
 
 // Orthorhombic box: the per-axis minimum image is exact for any separation.
+// axis_shifted(c, xi, xj): atom i's coordinate c moved by the shift of the pair along axis c
+// alone, as pair_dist2 moves it (the GPU kernels take it per axis, item 17 of the notes).
 template <typename T>
 struct OrthoBox : AxisImage<OrthoBox<T>, T> {
+    static constexpr bool kShiftAtoms = std::is_same<T, float>::value;
     T l[3];
     T inv[3];
+    FASTRDF_HD T axis_index(int c, T d) const { return nint(d * inv[c]); }
+    FASTRDF_HD T axis_shift(int c, T n) const { return l[c] * n; }
+    FASTRDF_HD T axis_shifted(int c, float xi, float xj) const {
+        static_assert(kShiftAtoms, "single precision");
+        return xi + axis_shift(c, axis_index(c, xj - xi));
+    }
     FASTRDF_HD void index(T dx, T dy, T dz, T (&n)[3]) const {
-        n[0] = nint(dx * inv[0]);
-        n[1] = nint(dy * inv[1]);
-        n[2] = nint(dz * inv[2]);
+        n[0] = axis_index(0, dx);
+        n[1] = axis_index(1, dy);
+        n[2] = axis_index(2, dz);
     }
     FASTRDF_HD void shift(const T (&n)[3], T (&s)[3]) const {
-        s[0] = l[0] * n[0];
-        s[1] = l[1] * n[1];
-        s[2] = l[2] * n[2];
+        s[0] = axis_shift(0, n[0]);
+        s[1] = axis_shift(1, n[1]);
+        s[2] = axis_shift(2, n[2]);
     }
+    FASTRDF_HD T norm(T x, T y, T z) const { return norm2(x, y, z); }
     FASTRDF_HD T reduce(T dx, T dy, T dz, const T (&s)[3]) const {
-        return norm2(dx - s[0], dy - s[1], dz - s[2]);
+        return norm(dx - s[0], dy - s[1], dz - s[2]);
     }
 };
 
@@ -159,6 +200,7 @@ FASTRDF_HD T round_half_away(T x) {
 // Its "shift" is the rounded index itself, which reduce() subtracts from s.
 template <typename T>
 struct OrthoBoxScaled : AxisImage<OrthoBoxScaled<T>, T> {
+    static constexpr bool kShiftAtoms = false;  // MDAnalysis's form in both precisions
     T l[3];
     T inv[3];  // float(1 / L), widened to T
     FASTRDF_HD void index(T dx, T dy, T dz, T (&n)[3]) const {
@@ -187,6 +229,7 @@ struct OrthoBoxScaled : AxisImage<OrthoBoxScaled<T>, T> {
 // and the minimum over them is taken.
 template <typename T, bool MultiImage>
 struct TriclinicBox : PeriodicImage<TriclinicBox<T, MultiImage>, T> {
+    static constexpr bool kShiftAtoms = std::is_same<T, float>::value;
     T a[3][3];
     T f[3][3];
     const T* images = nullptr;  // 3 * n_images lattice vectors (x, y, z), zero vector excluded
@@ -207,10 +250,8 @@ struct TriclinicBox : PeriodicImage<TriclinicBox<T, MultiImage>, T> {
         s[1] = n[0] * a[0][1] + n[1] * a[1][1] + n[2] * a[2][1];
         s[2] = n[0] * a[0][2] + n[1] * a[1][2] + n[2] * a[2][2];
     }
-    FASTRDF_HD T reduce(T dx, T dy, T dz, const T (&s)[3]) const {
-        const T x = dx - s[0];
-        const T y = dy - s[1];
-        const T z = dz - s[2];
+    // r2 of a displacement in the centred cell: the least over the extra images too
+    FASTRDF_HD T norm(T x, T y, T z) const {
         T best = norm2(x, y, z);
         if (MultiImage) {
             for (int m = 0; m < n_images; ++m) {
@@ -219,6 +260,9 @@ struct TriclinicBox : PeriodicImage<TriclinicBox<T, MultiImage>, T> {
             }
         }
         return best;
+    }
+    FASTRDF_HD T reduce(T dx, T dy, T dz, const T (&s)[3]) const {
+        return norm(dx - s[0], dy - s[1], dz - s[2]);
     }
     // Lowest (a) and highest (b) index k over the box of displacements [lo, hi]: index k falls
     // with component c where f[k][c] < 0, so its lowest value is at the corner taking hi there
