@@ -87,19 +87,35 @@ def test_species_pairs_match_bruteforce(kind):
 
 def _float32_replica(c1, c2, kind, edges):
     """The single-precision arithmetic of geometry.hpp, step by step in NumPy float32 (each
-    operation correctly rounded, none fused): d = xj - xi; orthorhombic, the shift
-    s = l * rint(d * inv) moves atom i, d' = xj - (xi + s); r2 = (dx^2 + dy^2) + dz^2;
+    operation correctly rounded, none fused): d = xj - xi; minus the shift s (orthorhombic
+    l * rint(d * inv), triclinic sum_k rint(f_k . d) a_k over the reduced basis), d' = d - s;
+    r2 = (dx^2 + dy^2) + dz^2, the least over the triclinic extra images;
     r = sqrt(r2); bin trunc((r - rmin) * norm), clamped to the last bin, for rmin <= r <= rmax."""
     f32 = np.float32
     xi, xj = c1[:, None, :], c2[None, :, :]
     d = xj - xi
+    images = np.zeros((0, 3), f32)
     if kind == ORTHO:
         lengths = np.asarray(DIMS[ORTHO][:3], np.float64)
         l32, inv32 = lengths.astype(f32), (1.0 / lengths).astype(f32)
-        s = l32 * np.rint(d * inv32)  # rint: to nearest, ties to even, as nint()
-        d = xj - (xi + s)
+        d = d - l32 * np.rint(d * inv32)  # rint: to nearest, ties to even, as nint()
+    elif kind == TRICLINIC:
+        # the reduced basis a (rows), its reciprocal f and the extra images, from the host
+        setup = K.triclinic_setup(_box_arg(TRICLINIC), float(edges[-1]))
+        a, f = (np.asarray(setup[k], np.float64).astype(f32) for k in ("basis", "reciprocal"))
+        images = np.asarray(setup["images"], np.float64).astype(f32).reshape(-1, 3)
+        n = [np.rint((f[k, 0] * d[..., 0] + f[k, 1] * d[..., 1]) + f[k, 2] * d[..., 2])
+             for k in range(3)]
+        d = d - np.stack([(n[0] * a[0, c] + n[1] * a[1, c]) + n[2] * a[2, c] for c in range(3)], -1)
     assert d.dtype == f32
-    r = np.sqrt((d[..., 0] * d[..., 0] + d[..., 1] * d[..., 1]) + d[..., 2] * d[..., 2])
+
+    def norm2(v):
+        return (v[..., 0] * v[..., 0] + v[..., 1] * v[..., 1]) + v[..., 2] * v[..., 2]
+
+    r2 = norm2(d)
+    for image in images:  # the least over the extra images, in their order
+        r2 = np.minimum(r2, norm2(d - image))
+    r = np.sqrt(r2)
     nbins = len(edges) - 1
     rmin, rmax = f32(edges[0]), f32(edges[-1])
     norm = f32(nbins / (float(edges[-1]) - float(edges[0])))
@@ -108,19 +124,20 @@ def _float32_replica(c1, c2, kind, edges):
     return np.bincount(k, minlength=nbins)
 
 
-@pytest.mark.parametrize("kind", [NO_BOX, ORTHO])
+@pytest.mark.parametrize("kind", [NO_BOX, ORTHO, TRICLINIC])
 @pytest.mark.parametrize("rng_range", [(0.0, 14.0), (1.5, 40.0)])
 def test_single_precision_is_the_documented_float32_arithmetic(kind, rng_range):
     """Single precision is defined by its float32 arithmetic (geometry.hpp), not by a
     tolerance: the CPU kernel (all pairs and cell lists, every SIMD variant) equals a NumPy
     float32 replica of it bit for bit, with a third of the atoms moved by up to two box
-    lengths (shifts other than 0, atom i moved by its shift) and a range past half the box."""
+    lengths (shifts other than 0) and a range past half the box (the triclinic extra
+    images). The pair (1, 0) gives the same row: the arithmetic is symmetric in i and j."""
     rng = np.random.default_rng(7)
     sizes = [900, 700]
     coords, offsets = _species_coords(rng, sizes, kind)
-    if kind == ORTHO:
+    if kind != NO_BOX:
         moved = rng.random(len(coords)) < 0.3
-        steps = rng.integers(-2, 3, (int(moved.sum()), 3)) * np.asarray(DIMS[ORTHO][:3])
+        steps = rng.integers(-2, 3, (int(moved.sum()), 3)) @ box_matrix(DIMS[kind])
         coords[moved] = (coords[moved] + steps).astype(np.float32)
     edges = reference_edges(997, rng_range)
     c1, c2 = coords[:sizes[0]], coords[sizes[0]:]
@@ -129,9 +146,10 @@ def test_single_precision_is_the_documented_float32_arithmetic(kind, rng_range):
     for isa in K.usable_variants():
         for method in ("allpairs", "cells"):
             h = K.CpuHistogrammer(2, isa, method, 1, "rowmajor")
-            out = _accumulate(h, coords, offsets, [(0, 1)], edges, kind, double=False)
+            out = _accumulate(h, coords, offsets, [(0, 1), (1, 0)], edges, kind, double=False)
             np.testing.assert_array_equal(out[0].astype(np.int64), ref,
                                           err_msg=f"{isa}, {method}")
+            np.testing.assert_array_equal(out[1], out[0], err_msg=f"{isa}, {method}, (1, 0)")
 
 
 @pytest.mark.parametrize("kind", [NO_BOX, TRICLINIC])

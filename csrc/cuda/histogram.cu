@@ -363,10 +363,9 @@ __device__ __forceinline__ void load_tile(float4* jt, float4* jbox, const float4
 // every displacement from its i atoms to the chunk's bounding box gets one image
 // (common_image, geometry.hpp: the index functions are monotone, so the two extreme corners
 // decide); when every lane of the warp can (padding rows count as able: their NaN pairs never
-// count), the chunk's pairs take that shift, the same r2 bit for bit, else each pair its own
-// image. In single precision the shift moves atom i once per row (pair_dist2's form), so such
-// a chunk costs what a chunk without a box costs; in double precision reduce() subtracts it
-// per pair. With spatially sorted atoms (run()) most chunks can. Single-precision
+// count), the chunk's pairs take that shift and only reduce() per pair (norm() alone when
+// every row's shift is 0), the same r2 bit for bit, else each pair its own image. With
+// spatially sorted atoms (run()) most chunks can. Single-precision
 // shared-memory kernels have a third way for chunks where the rows disagree on one index only
 // (below: one index of a triclinic box, one axis of an orthorhombic one). chunks[0] counts
 // the chunks that took one image, chunks[1] those that took one index, chunks[2] all chunks
@@ -445,6 +444,8 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
         constexpr bool kFloatShared = std::is_same<T, float>::value && !Global && !Windowed;
         constexpr bool kOneIndex = kFloatShared && is_triclinic<Box>;
         constexpr bool kAxes = kFloatShared && std::is_same<Box, OrthoBox<float>>::value;
+        // (a zero shift saves nothing in the MDAnalysis-scaled form, which has no norm())
+        constexpr bool kZero = kFloatShared && !std::is_same<Box, OrthoBoxScaled<float>>::value;
         for (int c0 = 0; c0 < nj; c0 += kChunk) {
             const int c1 = min(c0 + kChunk, nj);
             const float4 bl = jbox[2 * (c0 / kChunk)], bh = jbox[2 * (c0 / kChunk) + 1];
@@ -479,36 +480,43 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
             if constexpr (kOneIndex) one = one & (unsure == 0u);
             if constexpr (kAxes) one = one & (axes == 7u);
             ++chunks[2];
-            // Atom i moved by its shift, once per row for the chunk (boxes with kShiftAtoms):
-            // xj - (xi + s) is then pair_dist2's arithmetic, bit for bit.
-            float xs[R][3];
-            if constexpr (Box::kShiftAtoms) {
-#pragma unroll
-                for (int r = 0; r < R; ++r) {
-                    xs[r][0] = ai[r].x + s[r][0];
-                    xs[r][1] = ai[r].y + s[r][1];
-                    xs[r][2] = ai[r].z + s[r][2];
-                }
-            }
+            // the pair of j atom aj and row r
+            auto d_of = [&](const float4& aj, int r, T (&d)[3]) {
+                d[0] = static_cast<T>(aj.x - ai[r].x);
+                d[1] = static_cast<T>(aj.y - ai[r].y);
+                d[2] = static_cast<T>(aj.z - ai[r].z);
+            };
             if (__all_sync(0xFFFFFFFFu, one)) {
                 ++chunks[0];
-                if constexpr (Box::kShiftAtoms) {
-                    // the loop of a frame without a box, plus the triclinic extra images
-                    pairs_of(c0, c1, [&](const float4& aj, int r) {
-                        return box.norm(aj.x - xs[r][0], aj.y - xs[r][1], aj.z - xs[r][2]);
-                    });
+                bool zero = true;
+#pragma unroll
+                for (int r = 0; r < R; ++r)  // (padding rows: any shift, their pairs never count)
+                    zero = zero & ((ai[r].x != ai[r].x) |
+                                   ((s[r][0] == T(0)) & (s[r][1] == T(0)) & (s[r][2] == T(0))));
+                if constexpr (kZero) zero = __all_sync(0xFFFFFFFFu, zero);
+                if (kZero && zero) {
+                    // the shift 0 for every row: d - 0 is d, so norm(d), the loop of a frame
+                    // without a box (plus the triclinic extra images)
+                    if constexpr (kZero) {
+                        pairs_of(c0, c1, [&](const float4& aj, int r) {
+                            T d[3];
+                            d_of(aj, r, d);
+                            return box.norm(d[0], d[1], d[2]);
+                        });
+                    }
                 } else {
                     pairs_of(c0, c1, [&](const float4& aj, int r) {
-                        return box.reduce(static_cast<T>(aj.x - ai[r].x), static_cast<T>(aj.y - ai[r].y),
-                                          static_cast<T>(aj.z - ai[r].z), s[r]);
+                        T d[3];
+                        d_of(aj, r, d);
+                        return box.reduce(d[0], d[1], d[2], s[r]);
                     });
                 }
                 continue;
             }
             if constexpr (kAxes) {
                 // Orthorhombic chunks whose rows disagree along one axis only: that axis takes
-                // each pair's own shift (OrthoBox::axis_shifted, pair_dist2's arithmetic), the
-                // other two the row's.
+                // each pair's own image (OrthoBox::axis_reduced, dist2's arithmetic), the
+                // other two the row's shift.
                 unsigned warp_axes = 0;
 #pragma unroll
                 for (int c = 0; c < 3; ++c)
@@ -518,10 +526,12 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
                     auto along = [&](auto axis) {
                         constexpr int c = decltype(axis)::value;
                         pairs_of(c0, c1, [&](const float4& aj, int r) {
-                            const float x = aj.x - (c == 0 ? box.axis_shifted(0, ai[r].x, aj.x) : xs[r][0]);
-                            const float y = aj.y - (c == 1 ? box.axis_shifted(1, ai[r].y, aj.y) : xs[r][1]);
-                            const float z = aj.z - (c == 2 ? box.axis_shifted(2, ai[r].z, aj.z) : xs[r][2]);
-                            return box.norm(x, y, z);
+                            T d[3];
+                            d_of(aj, r, d);
+#pragma unroll
+                            for (int q = 0; q < 3; ++q)
+                                d[q] = q == c ? box.axis_reduced(q, d[q]) : d[q] - s[r][q];
+                            return box.norm(d[0], d[1], d[2]);
                         });
                     };
                     if (!(warp_axes & 1u))
@@ -537,7 +547,7 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
                 // The rows disagree on one index k only (the same for the whole warp), and each
                 // row's index k is one of two neighbours nl, nl + 1: a pair needs only index k
                 // (Box::index_with, the same rounding as index()) to pick between the row's two
-                // positions of atom i, moved by shifts made by shift() as pair_dist2 makes them.
+                // shifts, both made by shift() as dist2 would make them.
                 unsigned warp_unsure = 0;
 #pragma unroll
                 for (int k = 0; k < 3; ++k)
@@ -545,25 +555,24 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
                 if (chunk_images && __popc(warp_unsure) == 1 && !__any_sync(0xFFFFFFFFu, wide)) {
                     ++chunks[1];
                     const int k = __ffs(warp_unsure) - 1;
-                    T c[3], nk[R];
-                    float xh[R][3];
+                    T c[3], nk[R], sh[R][3];
 #pragma unroll
                     for (int q = 0; q < 3; ++q) c[q] = k == 0 ? box.f[0][q] : (k == 1 ? box.f[1][q] : box.f[2][q]);
 #pragma unroll
                     for (int r = 0; r < R; ++r) {
                         nk[r] = k == 0 ? nl[r][0] : (k == 1 ? nl[r][1] : nl[r][2]);
-                        T up[3], sh[3];
+                        T up[3];
 #pragma unroll
                         for (int q = 0; q < 3; ++q) up[q] = q == k ? nl[r][q] + T(1) : nl[r][q];
-                        box.shift(up, sh);
-                        xh[r][0] = ai[r].x + sh[0];
-                        xh[r][1] = ai[r].y + sh[1];
-                        xh[r][2] = ai[r].z + sh[2];
+                        box.shift(up, sh[r]);
                     }
                     pairs_of(c0, c1, [&](const float4& aj, int r) {
-                        const bool hi = Box::index_with(c, aj.x - ai[r].x, aj.y - ai[r].y, aj.z - ai[r].z) != nk[r];
-                        return box.norm(aj.x - (hi ? xh[r][0] : xs[r][0]), aj.y - (hi ? xh[r][1] : xs[r][1]),
-                                        aj.z - (hi ? xh[r][2] : xs[r][2]));
+                        T d[3];
+                        d_of(aj, r, d);
+                        const bool hi = Box::index_with(c, d[0], d[1], d[2]) != nk[r];
+                        const T t[3] = {hi ? sh[r][0] : s[r][0], hi ? sh[r][1] : s[r][1],
+                                        hi ? sh[r][2] : s[r][2]};
+                        return box.reduce(d[0], d[1], d[2], t);
                     });
                     continue;
                 }

@@ -12,10 +12,12 @@
 //   * the minimum image takes the lattice shift s = B nint(B^-1 d), with B a *reduced* basis
 //     of the box lattice; for a triclinic box a short list of extra lattice vectors
 //     ("images", built on the host by box_setup.hpp) makes the result exact for every
-//     distance up to r_max. In double precision (MDAnalysis's arithmetic) the image is
-//     d' = d - s; in single precision the shift moves atom i instead, d' = xj - (xi + s)
-//     (pair_dist2), so that a row whose pairs share one shift costs what a pair without a
-//     box costs (benchmarks/NOTES.md, GPU item 17);
+//     distance up to r_max; the image is d' = d - s in both precisions. This form is odd in
+//     d (fl(xj - xi) = -fl(xi - xj), nint and the shift are odd), so r2(i, j) == r2(j, i)
+//     bit for bit: the kernels compute each pair of a species with itself once, in whatever
+//     order sorting or cell lists give its atoms, and must get the same histogram. (Moving
+//     atom i by the shift, xj - (xi + s), would save a subtraction per pair on the GPU but
+//     breaks that symmetry: benchmarks/NOTES.md, GPU item 17);
 //   * bins follow numpy.histogram: range [rmin, rmax], last bin closed on the right.
 #pragma once
 
@@ -96,10 +98,8 @@ struct NoBox {
 // Periodic boxes take the minimum image in three steps: index(d, n) gives the integer image
 // indices n of a displacement d = (dx, dy, dz), shift(n, s) the lattice shift s they stand
 // for, and reduce(d, s) applies it and returns r2; dist2(d) = reduce(d, shift(index(d))).
-// Boxes with kShiftAtoms (single precision, OrthoBox and TriclinicBox) apply the shift to
-// atom i instead: pair_dist2 = norm(xj - (xi + s)), with norm() the r2 of a displacement
-// already in the centred cell (plus the extra images of a triclinic box). Either way the
-// shift comes from d = xj - xi.
+// norm() is the r2 of a displacement already in the centred cell (with the extra images of a
+// triclinic box), reduce(d, s) = norm(d - s).
 // index() is made of correctly rounded multiplications and additions and of nint /
 // round_half_away, all monotone, so each index is monotone in each component of d (rising or
 // falling with the sign of its coefficient). Hence common_image(lo, hi, s): when the two
@@ -121,17 +121,7 @@ struct PeriodicImage {
         return box.reduce(dx, dy, dz, s);
     }
     FASTRDF_HD T pair_dist2(float xi, float yi, float zi, float xj, float yj, float zj) const {
-        const Box& box = static_cast<const Box&>(*this);
-        const T dx = static_cast<T>(xj - xi), dy = static_cast<T>(yj - yi),
-                dz = static_cast<T>(zj - zi);
-        if constexpr (Box::kShiftAtoms) {
-            T n[3], s[3];
-            box.index(dx, dy, dz, n);
-            box.shift(n, s);
-            return box.norm(xj - (xi + s[0]), yj - (yi + s[1]), zj - (zi + s[2]));
-        } else {
-            return dist2(dx, dy, dz);
-        }
+        return dist2(static_cast<T>(xj - xi), static_cast<T>(yj - yi), static_cast<T>(zj - zi));
     }
 };
 
@@ -156,19 +146,15 @@ struct AxisImage : PeriodicImage<Box, T> {
 };
 
 // Orthorhombic box: the per-axis minimum image is exact for any separation.
-// axis_shifted(c, xi, xj): atom i's coordinate c moved by the shift of the pair along axis c
-// alone, as pair_dist2 moves it (the GPU kernels take it per axis, item 17 of the notes).
+// axis_reduced(c, d): component c of the minimum image of d, as dist2 computes it (the GPU
+// kernels take it for one axis alone: benchmarks/NOTES.md, GPU item 17).
 template <typename T>
 struct OrthoBox : AxisImage<OrthoBox<T>, T> {
-    static constexpr bool kShiftAtoms = std::is_same<T, float>::value;
     T l[3];
     T inv[3];
     FASTRDF_HD T axis_index(int c, T d) const { return nint(d * inv[c]); }
     FASTRDF_HD T axis_shift(int c, T n) const { return l[c] * n; }
-    FASTRDF_HD T axis_shifted(int c, float xi, float xj) const {
-        static_assert(kShiftAtoms, "single precision");
-        return xi + axis_shift(c, axis_index(c, xj - xi));
-    }
+    FASTRDF_HD T axis_reduced(int c, T d) const { return d - axis_shift(c, axis_index(c, d)); }
     FASTRDF_HD void index(T dx, T dy, T dz, T (&n)[3]) const {
         n[0] = axis_index(0, dx);
         n[1] = axis_index(1, dy);
@@ -200,7 +186,6 @@ FASTRDF_HD T round_half_away(T x) {
 // Its "shift" is the rounded index itself, which reduce() subtracts from s.
 template <typename T>
 struct OrthoBoxScaled : AxisImage<OrthoBoxScaled<T>, T> {
-    static constexpr bool kShiftAtoms = false;  // MDAnalysis's form in both precisions
     T l[3];
     T inv[3];  // float(1 / L), widened to T
     FASTRDF_HD void index(T dx, T dy, T dz, T (&n)[3]) const {
@@ -229,7 +214,6 @@ struct OrthoBoxScaled : AxisImage<OrthoBoxScaled<T>, T> {
 // and the minimum over them is taken.
 template <typename T, bool MultiImage>
 struct TriclinicBox : PeriodicImage<TriclinicBox<T, MultiImage>, T> {
-    static constexpr bool kShiftAtoms = std::is_same<T, float>::value;
     T a[3][3];
     T f[3][3];
     const T* images = nullptr;  // 3 * n_images lattice vectors (x, y, z), zero vector excluded
