@@ -66,6 +66,43 @@ def _random_case(rng):
     return kind, dims, coords, offsets, pairs, edges, labels
 
 
+@pytest.mark.parametrize("double", [False, True], ids=["single", "double"])
+@pytest.mark.parametrize("angles", [(90.0, 90.0, 90.0), (60.0, 60.0, 90.0), (70.53, 109.47, 70.53)],
+                         ids=["ortho", "dodecahedron", "octahedron"])
+def test_cells_blocks_with_one_image(angles, double):
+    """Periodic boxes: a block of 16 j atoms takes one shift (or none) for every row of a cell
+    when the corners of its bounding box of displacements prove it (certify_blocks). Many
+    blocks of a wrapped frame at the density of water do (every one in an orthorhombic box);
+    with unwrapped atoms (a tenth moved by up to two cells) many do not. The counts equal the
+    all-pairs kernel's bit for bit either way (which equals the float64 brute force in double
+    precision: test_kernel.py, test_properties.py)."""
+    rng = np.random.default_rng(17)
+    dims = (50.0, 50.0, 50.0) + angles
+    kind = ORTHO if angles == (90.0, 90.0, 90.0) else TRICLINIC
+    b = box_matrix(dims)
+    n = int(0.0334 * abs(np.linalg.det(b)))
+    wrapped = (rng.random((n, 3)) @ b).astype(np.float32)
+    unwrapped = wrapped.copy()
+    moved = rng.random(n) < 0.1
+    unwrapped[moved] += (rng.integers(-2, 3, (int(moved.sum()), 3)) @ b).astype(np.float32)
+    offsets, pairs = [0, n // 2, n], [(0, 0), (0, 1), (1, 1)]
+    edges = reference_edges(150, (0.0, 6.0))
+    for frame, name in ((wrapped, "wrapped"), (unwrapped, "unwrapped")):
+        ref, _ = _hist("allpairs", frame, offsets, pairs, edges, kind, _box(kind, dims), double=double)
+        got, h = _hist("cells", frame, offsets, pairs, edges, kind, _box(kind, dims), double=double, k=2)
+        assert h.last_method == "cells"
+        np.testing.assert_array_equal(got, ref, err_msg=name)
+        own, shift, zero = h.last_block_images
+        if name == "wrapped":
+            assert shift > 0 and zero > 0, h.last_block_images
+            if kind == ORTHO:
+                assert own == 0, h.last_block_images
+        else:
+            assert own > 0, h.last_block_images
+    _, h = _hist("cells", wrapped, offsets, pairs, edges, NO_BOX, None, double=double, k=2)
+    assert h.last_block_images == (0, 0, 0)  # no box: nothing to certify
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_cells_identical_to_allpairs_random(seed):
     """Random frames: identical counts in single and double precision for cell sides

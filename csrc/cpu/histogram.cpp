@@ -52,12 +52,57 @@ inline std::size_t thread_since_len(const FrameProblem& p) {
     return (static_cast<std::size_t>(p.n_pairs) + 7) / 8 * 8 + 8;
 }
 
-// SIMD part: bin index (or dummy slot, or near-edge flag) of pairs (i, j0..j0+n).
+// The image every pair of a block of 16 j atoms takes with every row of a cell (cell lists,
+// periodic boxes): kOwn, each pair its own (dist2); kShift, the shift s for all (reduce(d, s),
+// the same r2 bit for bit: common_image, geometry.hpp); kZero, the shift 0 for all (norm(d)).
+enum BlockKind : int { kOwn = 0, kShift = 1, kZero = 2 };
+template <typename T>
+struct BlockImage {
+    T s[3];
+    int kind;
+};
+
+// Certifies the blocks of 16 j atoms [j0 + 16 m, j0 + 16 m + 16) of [j0, j1) against rows
+// whose coordinates lie within [ilo, ihi]: every displacement fl(xj - xi) lies within
+// [fl(lo_j - hi_i), fl(hi_j - lo_i)] per component (rounding is monotone), so when the two
+// corners get one image (common_image), every pair of the block does.
+template <typename T, class Box>
+void certify_blocks(const Box& box, const float* x, const float* y, const float* z, int64_t j0,
+                    int64_t j1, const float (&ilo)[3], const float (&ihi)[3], BlockImage<T>* out,
+                    uint64_t (&kinds)[3]) {
+    for (int64_t b0 = j0; b0 < j1; b0 += kDummySlots) {
+        const int64_t b1 = std::min<int64_t>(b0 + kDummySlots, j1);
+        float lo[3] = {x[b0], y[b0], z[b0]}, hi[3] = {x[b0], y[b0], z[b0]};
+        for (int64_t k = b0 + 1; k < b1; ++k) {
+            lo[0] = std::min(lo[0], x[k]);
+            lo[1] = std::min(lo[1], y[k]);
+            lo[2] = std::min(lo[2], z[k]);
+            hi[0] = std::max(hi[0], x[k]);
+            hi[1] = std::max(hi[1], y[k]);
+            hi[2] = std::max(hi[2], z[k]);
+        }
+        const T dl[3] = {static_cast<T>(lo[0] - ihi[0]), static_cast<T>(lo[1] - ihi[1]),
+                         static_cast<T>(lo[2] - ihi[2])};
+        const T dh[3] = {static_cast<T>(hi[0] - ilo[0]), static_cast<T>(hi[1] - ilo[1]),
+                         static_cast<T>(hi[2] - ilo[2])};
+        BlockImage<T>& o = out[(b0 - j0) / kDummySlots];
+        if (!box.common_image(dl, dh, o.s))
+            o.kind = kOwn;
+        else if (has_norm<Box>::value && o.s[0] == T(0) && o.s[1] == T(0) && o.s[2] == T(0))
+            o.kind = kZero;
+        else
+            o.kind = kShift;
+        ++kinds[o.kind];
+    }
+}
+
+// SIMD part: bin index (or dummy slot, or near-edge flag) of pairs (i, j0..j0+n). blocks:
+// null, or the image of each block of 16 lanes (certify_blocks).
 template <typename T, class Box, bool Labels, bool Exact>
 inline void row_indices(const float* __restrict xs, const float* __restrict ys,
                         const float* __restrict zs, const int32_t* __restrict ls, int n, float xi,
                         float yi, float zi, int32_t li, const Box& box_in, const Binning<T>& bin_in,
-                        uint32_t* __restrict idx) {
+                        const BlockImage<T>* blocks, uint32_t* __restrict idx) {
     // Local copies: the compiler can keep every parameter in a register and vectorise.
     const Box box = box_in;
     const Binning<T> bin = bin_in;
@@ -67,18 +112,39 @@ inline void row_indices(const float* __restrict xs, const float* __restrict ys,
     // n to a dummy slot. Short rows (cell lists) thus never fall into a scalar remainder
     // loop, whose range test branches unpredictably.
     for (int k0 = 0; k0 < n; k0 += kDummySlots) {
+        // the 16 lanes of the block, r2 from r2_of(d)
+        auto lanes = [&](auto r2_of) {
 #pragma omp simd
-        for (int kk = 0; kk < kDummySlots; ++kk) {
-            const int k = k0 + kk;
-            const T r = std::sqrt(box.pair_dist2(xi, yi, zi, xs[k], ys[k], zs[k]));
-            bool in = bin.in_range(r);
-            if (Labels) in = in & (ls[k] != li);
-            const T f = in ? bin.coordinate(r) : T(0);
-            const int b = bin.fast_bin_of(f);
-            uint32_t u = static_cast<uint32_t>(b);
-            if (Exact) u |= static_cast<uint32_t>(bin.near_edge(f, b) ? 1u : 0u) << 31;
-            idx[k] = in ? u : static_cast<uint32_t>(nb + kk);
+            for (int kk = 0; kk < kDummySlots; ++kk) {
+                const int k = k0 + kk;
+                const T dx = static_cast<T>(xs[k] - xi);
+                const T dy = static_cast<T>(ys[k] - yi);
+                const T dz = static_cast<T>(zs[k] - zi);
+                const T r = std::sqrt(r2_of(dx, dy, dz));
+                bool in = bin.in_range(r);
+                if (Labels) in = in & (ls[k] != li);
+                const T f = in ? bin.coordinate(r) : T(0);
+                const int b = bin.fast_bin_of(f);
+                uint32_t u = static_cast<uint32_t>(b);
+                if (Exact) u |= static_cast<uint32_t>(bin.near_edge(f, b) ? 1u : 0u) << 31;
+                idx[k] = in ? u : static_cast<uint32_t>(nb + kk);
+            }
+        };
+        const int kind = blocks ? blocks[k0 / kDummySlots].kind : kOwn;
+        if constexpr (has_norm<Box>::value) {
+            if (kind == kZero) {
+                lanes([&](T dx, T dy, T dz) { return box.norm(dx, dy, dz); });
+                continue;
+            }
         }
+        if constexpr (!std::is_same<Box, NoBox<T>>::value) {
+            if (kind == kShift) {
+                const BlockImage<T> bi = blocks[k0 / kDummySlots];
+                lanes([&](T dx, T dy, T dz) { return box.reduce(dx, dy, dz, bi.s); });
+                continue;
+            }
+        }
+        lanes([&](T dx, T dy, T dz) { return box.dist2(dx, dy, dz); });
     }
 }
 static_assert(kRowPad >= 16, "rows are computed in blocks of 16 lanes");
@@ -133,12 +199,13 @@ struct ThreadHist {
         }
     }
 
-    void row(int pair, int64_t i, int64_t js, int n) {
+    void row(int pair, int64_t i, int64_t js, int n, const BlockImage<T>* blocks = nullptr) {
         uint32_t* h = hist + pair * stride;
         const uint32_t nbu = static_cast<uint32_t>(q.nbins);
         row_indices<T, Box, Labels, Exact>(q.x + js, q.y + js, q.z + js,
                                            Labels ? q.labels + js : nullptr, n, q.x[i], q.y[i],
-                                           q.z[i], Labels ? q.labels[i] : 0, box, bin, idx);
+                                           q.z[i], Labels ? q.labels[i] : 0, box, bin, blocks,
+                                           idx);
         const int n_pad = (n + kDummySlots - 1) / kDummySlots * kDummySlots;
         for (int k = n; k < n_pad; ++k) idx[k] = nbu;  // lanes past the row go to a dummy slot
 #if FASTRDF_COMPACT
@@ -279,8 +346,13 @@ void run_cells(const FrameProblem& p, Workspace& ws, const Box& box, const Binni
                     row_len = std::max(row_len, st[col * n2 + g.full[2 * r + 1] + 1] -
                                                     st[col * n2 + g.full[2 * r]]);
     }
+    // Periodic boxes: the blocks of 16 j atoms of a strip take one image for all rows of a
+    // cell when their bounds prove it (certify_blocks): most blocks of a cell grid do.
+    constexpr bool kPeriodic = !std::is_same<Box, NoBox<T>>::value;
     run_threads<T, Box, Labels, Exact>(q, ws, box, bin, static_cast<std::size_t>(row_len),
                                        p.n_pairs * n_cols, [&](auto& th, int64_t t) {
+        thread_local std::vector<BlockImage<T>> blocks;
+        uint64_t kinds[3] = {0, 0, 0};
         const int pair = static_cast<int>(t / n_cols);
         const int64_t col = t % n_cols;
         const int a = p.pairs[2 * pair], b = p.pairs[2 * pair + 1];
@@ -297,11 +369,30 @@ void run_cells(const FrameProblem& p, Workspace& ws, const Box& box, const Binni
             for (int z = 0; z < n2; ++z) {
                 const int64_t i0 = sa[z], i1 = sa[z + 1];
                 if (i0 == i1) continue;
+                // periodic boxes: the bounds of the cell's atoms, for certify_blocks
+                float ilo[3] = {q.x[i0], q.y[i0], q.z[i0]}, ihi[3] = {q.x[i0], q.y[i0], q.z[i0]};
+                if constexpr (kPeriodic) {
+                    for (int64_t i = i0 + 1; i < i1; ++i) {
+                        ilo[0] = std::min(ilo[0], q.x[i]);
+                        ilo[1] = std::min(ilo[1], q.y[i]);
+                        ilo[2] = std::min(ilo[2], q.z[i]);
+                        ihi[0] = std::max(ihi[0], q.x[i]);
+                        ihi[1] = std::max(ihi[1], q.y[i]);
+                        ihi[2] = std::max(ihi[2], q.z[i]);
+                    }
+                }
                 for (int32_t r = rs[z]; r < rs[z + 1]; ++r) {
                     const int64_t j0 = sb[rv[2 * r]], j1 = sb[rv[2 * r + 1] + 1];
                     if (j0 == j1) continue;
+                    const BlockImage<T>* bi = nullptr;
+                    if constexpr (kPeriodic) {
+                        blocks.resize(static_cast<std::size_t>((j1 - j0) / kDummySlots + 1));
+                        certify_blocks<T>(box, q.x, q.y, q.z, j0, j1, ilo, ihi, blocks.data(),
+                                          kinds);
+                        bi = blocks.data();
+                    }
                     th.rows(pair, i0, i1, static_cast<uint64_t>(j1 - j0), [&](int64_t i) {
-                        th.row(pair, i, j0, static_cast<int>(j1 - j0));
+                        th.row(pair, i, j0, static_cast<int>(j1 - j0), bi);
                     });
                 }
                 if (same && own) {  // the atoms after i in its own cell
@@ -311,6 +402,8 @@ void run_cells(const FrameProblem& p, Workspace& ws, const Box& box, const Binni
                 }
             }
         }
+        for (int k = 0; k < 3; ++k)
+            if (kinds[k]) ws.block_images[k].fetch_add(kinds[k], std::memory_order_relaxed);
     });
 }
 
@@ -354,6 +447,7 @@ void run_precision(const FrameProblem& p, Workspace& ws) {
 void histogram_frame(const FrameProblem& p, Workspace& ws) {
     ws.used_cells = false;
     ws.overfull.store(false);
+    for (auto& k : ws.block_images) k.store(0);
     if (p.n_pairs == 0 || p.nbins <= 0) return;
     if (p.method != kMethodAllPairs) {
         const CellPlan plan = plan_cells(p, p.cell_k, p.cell_order);

@@ -445,7 +445,7 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
         constexpr bool kOneIndex = kFloatShared && is_triclinic<Box>;
         constexpr bool kAxes = kFloatShared && std::is_same<Box, OrthoBox<float>>::value;
         // (a zero shift saves nothing in the MDAnalysis-scaled form, which has no norm())
-        constexpr bool kZero = kFloatShared && !std::is_same<Box, OrthoBoxScaled<float>>::value;
+        constexpr bool kZero = kFloatShared && has_norm<Box>::value;
         for (int c0 = 0; c0 < nj; c0 += kChunk) {
             const int c1 = min(c0 + kChunk, nj);
             const float4 bl = jbox[2 * (c0 / kChunk)], bh = jbox[2 * (c0 / kChunk) + 1];

@@ -162,6 +162,10 @@ class CpuHistogrammer {
     int n_threads() const { return n_threads_; }
     // How the last frame ran: 'allpairs' or 'cells', and the cell grid when it was planned.
     std::string last_method() const { return ws_.used_cells ? "cells" : "allpairs"; }
+    py::tuple last_block_images() const {
+        return py::make_tuple(ws_.block_images[0].load(), ws_.block_images[1].load(),
+                              ws_.block_images[2].load());
+    }
     py::dict last_plan() const {
         py::dict d;
         const CellPlan& pl = ws_.plan;
@@ -272,6 +276,10 @@ PYBIND11_MODULE(_fastrdf_cpu, m) {
         .def_property_readonly("n_threads", &CpuHistogrammer::n_threads)
         .def_property_readonly("isa", &CpuHistogrammer::isa)
         .def_property_readonly("last_method", &CpuHistogrammer::last_method)
+        .def_property_readonly("last_block_images", &CpuHistogrammer::last_block_images,
+                               "Cell lists in a periodic box, the last frame: blocks of 16 j "
+                               "atoms that took each pair's own image, one shift for every row "
+                               "of a cell, the shift 0 (same counts either way)")
         .def_property_readonly("last_plan", &CpuHistogrammer::last_plan)
         .def_property("_flush_limit", &CpuHistogrammer::flush_limit, &CpuHistogrammer::set_flush_limit)
         .def_property_readonly("_overfull", &CpuHistogrammer::overfull);

@@ -269,6 +269,14 @@ struct TriclinicBox : PeriodicImage<TriclinicBox<T, MultiImage>, T> {
     }
 };
 
+// Boxes with norm() (OrthoBox, TriclinicBox): reduce(d, s) is norm(d - s), so a shift of 0
+// for every pair of a chunk leaves norm(d), the no-box arithmetic (plus a triclinic box's
+// extra images). Not the MDAnalysis-scaled form, whose image rescales d whatever the shift.
+template <class Box, class = void>
+struct has_norm : std::false_type {};
+template <class Box>
+struct has_norm<Box, std::void_t<decltype(&Box::norm)>> : std::true_type {};
+
 // Bin index exactly as numpy.histogram computes it for uniform bins.
 template <typename T>
 struct Binning {

@@ -78,6 +78,9 @@ struct Workspace {
     // uint64 totals. UINT32_MAX in production; tests lower it to exercise the flushes.
     uint64_t flush_limit = 0xFFFFFFFFull;
     std::atomic<bool> overfull{false};  // a reservation above flush_limit happened (a bug)
+    // cell lists in a periodic box: blocks of 16 j atoms that took each pair's own image, one
+    // shift, the shift 0 (histogram.cpp, certify_blocks), in the last frame
+    std::atomic<uint64_t> block_images[3] = {};
 };
 
 
