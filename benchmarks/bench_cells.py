@@ -16,6 +16,12 @@ Sections (``--sections``, comma separated):
 ``choice``
     All pairs against cells for small systems and long ``rmax``, and what ``method='auto'``
     picks: the check of the cost model in ``csrc/cpu/cell_grid.cpp``.
+``boxes``
+    A cube, a rhombic dodecahedron (60°, 60°, 90°) and a truncated octahedron (70.53°,
+    109.47°, 70.53°) at ``--cells-sizes`` atoms, single and double precision, with a checksum
+    of the counts and (CPU) the blocks of 16 j atoms that took one image for a whole cell
+    (``last_block_images``: own, one shift, shift 0). Run it with an older build on the
+    same machine to compare.
 
 ``--device cuda`` runs the same on a GPU (``--sizes 1000000,2000000,4000000,8000000`` is
 the GPU run of issue 10).
@@ -198,7 +204,43 @@ def section_choice(args):
            "auto right?"], rows)
 
 
-SECTIONS = {"scaling": section_scaling, "cells": section_cells, "choice": section_choice}
+def box_vectors(lengths, angles):
+    """Box vectors (rows) of lengths and angles in degrees: a along x, b in the xy plane."""
+    a, b, c = lengths
+    al, be, ga = np.radians(angles)
+    cx = c * np.cos(be)
+    cy = c * (np.cos(al) - np.cos(be) * np.cos(ga)) / np.sin(ga)
+    return np.array([[a, 0, 0], [b * np.cos(ga), b * np.sin(ga), 0],
+                     [cx, cy, np.sqrt(c * c - cx * cx - cy * cy)]])
+
+
+def section_boxes(args):
+    print(f"## Box shapes: water density, rmax {args.rmax:g} Å, {args.bins} bins, "
+          f"method='cells', {args.device}\n")
+    rows = []
+    for n in args.cells_sizes:
+        for name, angles in (("cube", (90.0, 90.0, 90.0)), ("dodecahedron", (60.0, 60.0, 90.0)),
+                             ("octahedron", (70.53, 109.47, 70.53))):
+            unit = abs(np.linalg.det(box_vectors((1.0, 1.0, 1.0), angles)))
+            side = (n / DENSITY / unit) ** (1.0 / 3.0)
+            fr = Frame(n, args.bins, args.rmax)
+            fr.dims = np.array([side, side, side, *angles], np.float32)
+            rng = np.random.default_rng(1)
+            fr.coords = (rng.random((n, 3)) @ box_vectors(fr.dims[:3], angles)).astype(np.float32)
+            fr.box = prepare_box(fr.dims)
+            for precision in ("single", "double"):
+                eng = Engine(args.device, precision, args.threads, method="cells")
+                t, out, _ = time_engine(fr, eng, args.repeat)
+                check = int((out[0] * np.arange(1, out.shape[1] + 1, dtype=np.uint64)).sum())
+                blocks = getattr(eng._impl, "last_block_images", None)
+                share = f"{(blocks[1] + blocks[2]) / max(1, sum(blocks)):.0%}" if blocks else "-"
+                rows.append([f"{n:,}", name, f"{side:.1f}", precision, f"{t * 1e3:.1f}", share, check])
+                print(f"  ... {name} {precision}: {t * 1e3:.1f} ms {blocks}", file=sys.stderr, flush=True)
+    table(["N", "box", "side (Å)", "precision", "ms/frame", "blocks with one image", "checksum"], rows)
+
+
+SECTIONS = {"scaling": section_scaling, "cells": section_cells, "choice": section_choice,
+            "boxes": section_boxes}
 
 
 def main(argv=None):
