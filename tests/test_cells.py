@@ -103,6 +103,91 @@ def test_cells_blocks_with_one_image(angles, double):
     assert h.last_block_images == (0, 0, 0)  # no box: nothing to certify
 
 
+@pytest.mark.parametrize("double", [False, True], ids=["single", "double"])
+def test_cells_blocks_in_a_compact_dodecahedron(double):
+    """A frame wrapped into the rhombic dodecahedron itself (GROMACS's compact unit cell)
+    rather than into the parallelepiped of the box vectors: 30 % of the atoms lie outside the
+    parallelepiped, so a cell of the grid holds atoms of several lattice images. The grid
+    sorts a cell's atoms by image and certifies each run on its own, with the projections
+    f[k] . x (TriclinicBox::common_image_projected): most blocks take one image, and the
+    counts equal the all-pairs kernel's bit for bit."""
+    rng = np.random.default_rng(3)
+    b = box_matrix((60.0, 60.0, 60.0, 60.0, 60.0, 90.0)).astype(np.float64)
+    n = int(0.0334 * abs(np.linalg.det(b)))
+    x = rng.random((n, 3)) @ b
+    lattice = np.array([[i, j, k] for i in (-1, 0, 1) for j in (-1, 0, 1) for k in (-1, 0, 1)]) @ b
+    cand = x[:, None, :] + lattice[None]
+    nearest = np.argmin(((cand - b.sum(0) / 2) ** 2).sum(-1), axis=1)
+    compact = cand[np.arange(n), nearest].astype(np.float32)
+    frac = compact @ np.linalg.inv(b)
+    assert np.mean(np.any((frac < 0) | (frac >= 1), axis=1)) > 0.25
+    offsets, pairs = [0, n // 3, n], [(0, 0), (0, 1), (1, 1)]
+    edges = reference_edges(150, (0.0, 9.0))
+    ref, _ = _hist("allpairs", compact, offsets, pairs, edges, TRICLINIC, np.ascontiguousarray(b),
+                   double=double)
+    got, h = _hist("cells", compact, offsets, pairs, edges, TRICLINIC, np.ascontiguousarray(b),
+                   double=double)
+    assert h.last_method == "cells"
+    np.testing.assert_array_equal(got, ref)
+    own, shift, zero = h.last_block_images
+    assert own < shift + zero and shift > 0 and zero > 0, h.last_block_images
+
+
+@pytest.mark.parametrize("double", [False, True], ids=["single", "double"])
+@pytest.mark.parametrize("dims", [(32.0, 16.0, 16.0, 90.0, 90.0, 60.0), (24.0, 24.0, 24.0, 60.0, 60.0, 90.0),
+                                  (20.0, 20.0, 20.0, 70.53, 109.47, 70.53)],
+                         ids=["hexagonal", "dodecahedron", "octahedron"])
+def test_cells_blocks_on_half_lattice_ties(dims, double):
+    """Triclinic lattices whose pairs sit exactly half a lattice vector apart (the nearest
+    image's tie) and one float step either side: blocks whose projections reach such a tie
+    keep their own images, the others take one, and every cell side gives the all-pairs
+    counts bit for bit."""
+    f32 = np.float32
+    b = box_matrix(dims).astype(np.float64)
+    g = np.stack(np.meshgrid(np.arange(16), np.arange(8), np.arange(8), indexing="ij"), -1).reshape(-1, 3)
+    lat = ((g / np.array([16.0, 8.0, 8.0])) @ b).astype(f32)
+    nudged = lat.copy()
+    nudged[::3] = np.nextafter(nudged[::3], f32(99))
+    nudged[1::3] = np.nextafter(nudged[1::3], f32(-99))
+    coords = np.concatenate([lat, nudged]).astype(f32)
+    offsets, pairs = [0, len(lat), 2 * len(lat)], [(0, 0), (0, 1), (1, 1)]
+    edges = reference_edges(200, (0.0, 5.0))
+    box = np.ascontiguousarray(b)
+    ref, _ = _hist("allpairs", coords, offsets, pairs, edges, TRICLINIC, box, double=double)
+    for k in (1, 2, 3):
+        got, h = _hist("cells", coords, offsets, pairs, edges, TRICLINIC, box, double=double, k=k)
+        np.testing.assert_array_equal(got, ref, err_msg=f"k={k}")
+        own, shift, zero = h.last_block_images
+        assert own > 0 and shift > 0 and zero > 0, (k, h.last_block_images)
+
+
+def test_projected_certification_replay(tmp_path):
+    """The rounding margins of TriclinicBox::common_image_projected, replayed on the host:
+    tests/check_projection_bound.cpp (compiled here against geometry.hpp, without FMA
+    contraction) draws random cells and sets of pairs about half a lattice vector apart and
+    checks that every certified set gives each pair the certified shift and r2 bit for bit,
+    in float and double. Without the margins the same replay finds sets that do not."""
+    import os
+    import shutil
+    import subprocess
+
+    cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
+    if cxx is None:
+        pytest.skip("no C++ compiler")
+    here = os.path.dirname(os.path.abspath(__file__))
+    exe = tmp_path / "check"
+    subprocess.run([cxx, "-std=c++17", "-O2", "-ffp-contract=off", "-fno-fast-math",
+                    "-I", os.path.join(here, "..", "csrc", "include"),
+                    os.path.join(here, "check_projection_bound.cpp"), "-o", str(exe)], check=True)
+    out = subprocess.run([str(exe), "300000"], check=True, capture_output=True, text=True).stdout
+    res = {tuple(line.split()[:2]): tuple(map(int, line.split()[2:])) for line in out.splitlines()}
+    for prec in ("float", "double"):
+        bad, certified = res[(prec, "margin")]
+        assert certified > 1000 and bad == 0, (prec, res)
+        bad, certified = res[(prec, "nomargin")]
+        assert bad > 0, (prec, res)
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_cells_identical_to_allpairs_random(seed):
     """Random frames: identical counts in single and double precision for cell sides

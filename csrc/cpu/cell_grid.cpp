@@ -248,6 +248,7 @@ void build_cells(const FrameProblem& p, const CellPlan& pl, CellGrid& g) {
 
     // Cell of every atom, computed in double from the float32 coordinates.
     g.cell_of.resize(n_atoms);
+    g.image_of.assign(pl.periodic ? n_atoms : 0, 0);
     const int n0 = g.n[0], n1 = g.n[1], n2 = g.n[2];
     if (pl.periodic) {
         double f[3][3] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
@@ -259,14 +260,17 @@ void build_cells(const FrameProblem& p, const CellPlan& pl, CellGrid& g) {
         }
         for (int64_t i = 0; i < n_atoms; ++i) {
             const double r[3] = {p.x[i], p.y[i], p.z[i]};
-            int c[3];
+            int c[3], key = 0;
             for (int d = 0; d < 3; ++d) {
                 double s = f[d][0] * r[0] + f[d][1] * r[1] + f[d][2] * r[2];
-                s -= std::floor(s);
+                const double m = std::floor(s);
+                s -= m;
                 c[d] = std::min(g.n[d] - 1, static_cast<int>(s * g.n[d]));
                 c[d] = std::max(c[d], 0);
+                key = 5 * key + static_cast<int>(std::min(2.0, std::max(-2.0, m)) + 2.0);
             }
             g.cell_of[i] = static_cast<int64_t>(g.rank[c[0] * n1 + c[1]]) * n2 + c[2];
+            g.image_of[i] = static_cast<uint8_t>(key);
         }
     } else {
         for (int64_t i = 0; i < n_atoms; ++i) {
@@ -280,27 +284,40 @@ void build_cells(const FrameProblem& p, const CellPlan& pl, CellGrid& g) {
         }
     }
 
-    // Counting sort of each species block by cell (stable: atoms keep their order in a cell).
+    // Counting sort of each species block by cell (stable: atoms keep their order in a cell);
+    // periodic boxes first sort by image (stable), so that a cell's atoms come by image.
     g.start.assign(static_cast<std::size_t>(p.n_species) * stride, 0);
     // kRowPad readable elements past the end (kernel_api.hpp)
     g.x.resize(n_atoms + kRowPad);
     g.y.resize(n_atoms + kRowPad);
     g.z.resize(n_atoms + kRowPad);
     g.labels.resize(p.labels ? n_atoms + kRowPad : 0);
+    g.image.resize(pl.periodic ? n_atoms : 0);
     g.fill.resize(g.n_cells);
+    g.by_image.resize(pl.periodic ? n_atoms : 0);
+    constexpr int kImages = 125;  // 5^3 image keys
     for (int s = 0; s < p.n_species; ++s) {
         int64_t* st = g.start.data() + s * stride;
         const int64_t a0 = p.offsets[s], a1 = p.offsets[s + 1];
+        if (pl.periodic) {
+            int64_t count[kImages + 1] = {};
+            for (int64_t i = a0; i < a1; ++i) ++count[g.image_of[i] + 1];
+            count[0] = a0;
+            for (int m = 0; m < kImages; ++m) count[m + 1] += count[m];
+            for (int64_t i = a0; i < a1; ++i) g.by_image[count[g.image_of[i]]++] = i;
+        }
         for (int64_t i = a0; i < a1; ++i) ++st[g.cell_of[i] + 1];
         st[0] = a0;
         for (int64_t c = 0; c < g.n_cells; ++c) st[c + 1] += st[c];
         std::copy(st, st + g.n_cells, g.fill.begin());
-        for (int64_t i = a0; i < a1; ++i) {
+        for (int64_t a = a0; a < a1; ++a) {
+            const int64_t i = pl.periodic ? g.by_image[a] : a;
             const int64_t dst = g.fill[g.cell_of[i]]++;
             g.x[dst] = p.x[i];
             g.y[dst] = p.y[i];
             g.z[dst] = p.z[i];
             if (p.labels) g.labels[dst] = p.labels[i];
+            if (pl.periodic) g.image[dst] = g.image_of[i];
         }
     }
 

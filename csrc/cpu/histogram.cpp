@@ -62,18 +62,16 @@ struct BlockImage {
     int kind;
 };
 
-// Certifies the blocks of 16 j atoms [j0 + 16 m, j0 + 16 m + 16) of [j0, j1) against rows
-// whose coordinates lie within [ilo, ihi]: every displacement fl(xj - xi) lies within
-// [fl(lo_j - hi_i), fl(hi_j - lo_i)] per component (rounding is monotone), so when the two
-// corners get one image (common_image), every pair of the block does.
-template <typename T, class Box>
-void certify_blocks(const Box& box, const float* x, const float* y, const float* z, int64_t j0,
-                    int64_t j1, const float (&ilo)[3], const float (&ihi)[3], BlockImage<T>* out,
-                    uint64_t (&kinds)[3]) {
-    for (int64_t b0 = j0; b0 < j1; b0 += kDummySlots) {
-        const int64_t b1 = std::min<int64_t>(b0 + kDummySlots, j1);
-        float lo[3] = {x[b0], y[b0], z[b0]}, hi[3] = {x[b0], y[b0], z[b0]};
-        for (int64_t k = b0 + 1; k < b1; ++k) {
+// Atoms of a cell's run (rows) or of a block: bounds of the coordinates and, triclinic boxes,
+// of the projections f[k] . x (TriclinicBox::projection, precomputed per atom in proj).
+struct AtomBounds {
+    float lo[3], hi[3];
+    double plo[3], phi[3];
+    void take(const float* x, const float* y, const float* z, const double* proj, int64_t a0, int64_t a1) {
+        lo[0] = hi[0] = x[a0];
+        lo[1] = hi[1] = y[a0];
+        lo[2] = hi[2] = z[a0];
+        for (int64_t k = a0 + 1; k < a1; ++k) {
             lo[0] = std::min(lo[0], x[k]);
             lo[1] = std::min(lo[1], y[k]);
             lo[2] = std::min(lo[2], z[k]);
@@ -81,12 +79,53 @@ void certify_blocks(const Box& box, const float* x, const float* y, const float*
             hi[1] = std::max(hi[1], y[k]);
             hi[2] = std::max(hi[2], z[k]);
         }
-        const T dl[3] = {static_cast<T>(lo[0] - ihi[0]), static_cast<T>(lo[1] - ihi[1]),
-                         static_cast<T>(lo[2] - ihi[2])};
-        const T dh[3] = {static_cast<T>(hi[0] - ilo[0]), static_cast<T>(hi[1] - ilo[1]),
-                         static_cast<T>(hi[2] - ilo[2])};
+        if (!proj) return;
+        for (int c = 0; c < 3; ++c) plo[c] = phi[c] = proj[3 * a0 + c];
+        for (int64_t k = a0 + 1; k < a1; ++k)
+            for (int c = 0; c < 3; ++c) {
+                plo[c] = std::min(plo[c], proj[3 * k + c]);
+                phi[c] = std::max(phi[c], proj[3 * k + c]);
+            }
+    }
+};
+
+// Certifies the blocks of 16 j atoms [j0 + 16 m, j0 + 16 m + 16) of [j0, j1) against rows
+// whose coordinates lie within rows.lo, rows.hi: every displacement fl(xj - xi) lies within
+// [fl(lo_j - hi_i), fl(hi_j - lo_i)] per component (rounding is monotone), so when the two
+// corners get one image (common_image), every pair of the block does. Triclinic boxes try the
+// tighter projections first (TriclinicBox::common_image_projected; perr: the error of the
+// projections' bounds, from the largest |coordinate| per axis, xmax).
+template <typename T, class Box>
+void certify_blocks(const Box& box, const float* x, const float* y, const float* z,
+                    const double* proj, const double (&xmax)[3], int64_t j0, int64_t j1,
+                    const AtomBounds& rows, BlockImage<T>* out, uint64_t (&kinds)[3]) {
+    for (int64_t b0 = j0; b0 < j1; b0 += kDummySlots) {
+        AtomBounds blk;
+        blk.take(x, y, z, proj, b0, std::min<int64_t>(b0 + kDummySlots, j1));
         BlockImage<T>& o = out[(b0 - j0) / kDummySlots];
-        if (!box.common_image(dl, dh, o.s))
+        bool one = false;
+        if constexpr (is_triclinic<Box>) {
+            double plo[3], phi[3], perr[3], dmax[3];
+            for (int c = 0; c < 3; ++c) {
+                plo[c] = blk.plo[c] - rows.phi[c];
+                phi[c] = blk.phi[c] - rows.plo[c];
+                dmax[c] = std::max(double(blk.hi[c]) - double(rows.lo[c]),
+                                   double(rows.hi[c]) - double(blk.lo[c]));
+            }
+            for (int k = 0; k < 3; ++k)
+                perr[k] = 0x1p-47 * (std::fabs(double(box.f[k][0])) * xmax[0] +
+                                     std::fabs(double(box.f[k][1])) * xmax[1] +
+                                     std::fabs(double(box.f[k][2])) * xmax[2]);
+            one = box.common_image_projected(plo, phi, perr, dmax, o.s);
+        }
+        if (!one) {
+            const T dl[3] = {static_cast<T>(blk.lo[0] - rows.hi[0]), static_cast<T>(blk.lo[1] - rows.hi[1]),
+                             static_cast<T>(blk.lo[2] - rows.hi[2])};
+            const T dh[3] = {static_cast<T>(blk.hi[0] - rows.lo[0]), static_cast<T>(blk.hi[1] - rows.lo[1]),
+                             static_cast<T>(blk.hi[2] - rows.lo[2])};
+            one = box.common_image(dl, dh, o.s);
+        }
+        if (!one)
             o.kind = kOwn;
         else if (has_norm<Box>::value && o.s[0] == T(0) && o.s[1] == T(0) && o.s[2] == T(0))
             o.kind = kZero;
@@ -349,6 +388,20 @@ void run_cells(const FrameProblem& p, Workspace& ws, const Box& box, const Binni
     // Periodic boxes: the blocks of 16 j atoms of a strip take one image for all rows of a
     // cell when their bounds prove it (certify_blocks): most blocks of a cell grid do.
     constexpr bool kPeriodic = !std::is_same<Box, NoBox<T>>::value;
+    // triclinic boxes: f[k] . x of every sorted atom, and the largest |coordinate| per axis
+    const int64_t n_atoms = p.offsets[p.n_species];
+    double xmax[3] = {0.0, 0.0, 0.0};
+    const double* proj = nullptr;
+    if constexpr (is_triclinic<Box>) {
+        ws.projections.resize(static_cast<std::size_t>(3 * n_atoms));
+        for (int64_t a = 0; a < n_atoms; ++a) {
+            for (int k = 0; k < 3; ++k) ws.projections[3 * a + k] = box.projection(k, q.x[a], q.y[a], q.z[a]);
+            xmax[0] = std::max(xmax[0], std::fabs(double(q.x[a])));
+            xmax[1] = std::max(xmax[1], std::fabs(double(q.y[a])));
+            xmax[2] = std::max(xmax[2], std::fabs(double(q.z[a])));
+        }
+        proj = ws.projections.data();
+    }
     run_threads<T, Box, Labels, Exact>(q, ws, box, bin, static_cast<std::size_t>(row_len),
                                        p.n_pairs * n_cols, [&](auto& th, int64_t t) {
         thread_local std::vector<BlockImage<T>> blocks;
@@ -369,31 +422,31 @@ void run_cells(const FrameProblem& p, Workspace& ws, const Box& box, const Binni
             for (int z = 0; z < n2; ++z) {
                 const int64_t i0 = sa[z], i1 = sa[z + 1];
                 if (i0 == i1) continue;
-                // periodic boxes: the bounds of the cell's atoms, for certify_blocks
-                float ilo[3] = {q.x[i0], q.y[i0], q.z[i0]}, ihi[3] = {q.x[i0], q.y[i0], q.z[i0]};
-                if constexpr (kPeriodic) {
-                    for (int64_t i = i0 + 1; i < i1; ++i) {
-                        ilo[0] = std::min(ilo[0], q.x[i]);
-                        ilo[1] = std::min(ilo[1], q.y[i]);
-                        ilo[2] = std::min(ilo[2], q.z[i]);
-                        ihi[0] = std::max(ihi[0], q.x[i]);
-                        ihi[1] = std::max(ihi[1], q.y[i]);
-                        ihi[2] = std::max(ihi[2], q.z[i]);
-                    }
-                }
-                for (int32_t r = rs[z]; r < rs[z + 1]; ++r) {
-                    const int64_t j0 = sb[rv[2 * r]], j1 = sb[rv[2 * r + 1] + 1];
-                    if (j0 == j1) continue;
-                    const BlockImage<T>* bi = nullptr;
+                // Periodic boxes: the cell's atoms by image (cell_grid.cpp sorts them so), each
+                // run with the bounds of its atoms for certify_blocks; else one run.
+                for (int64_t r0 = i0; r0 < i1;) {
+                    int64_t r1 = i1;
+                    AtomBounds rows;
                     if constexpr (kPeriodic) {
-                        blocks.resize(static_cast<std::size_t>((j1 - j0) / kDummySlots + 1));
-                        certify_blocks<T>(box, q.x, q.y, q.z, j0, j1, ilo, ihi, blocks.data(),
-                                          kinds);
-                        bi = blocks.data();
+                        r1 = r0 + 1;
+                        while (r1 < i1 && g.image[r1] == g.image[r0]) ++r1;
+                        rows.take(q.x, q.y, q.z, proj, r0, r1);
                     }
-                    th.rows(pair, i0, i1, static_cast<uint64_t>(j1 - j0), [&](int64_t i) {
-                        th.row(pair, i, j0, static_cast<int>(j1 - j0), bi);
-                    });
+                    for (int32_t r = rs[z]; r < rs[z + 1]; ++r) {
+                        const int64_t j0 = sb[rv[2 * r]], j1 = sb[rv[2 * r + 1] + 1];
+                        if (j0 == j1) continue;
+                        const BlockImage<T>* bi = nullptr;
+                        if constexpr (kPeriodic) {
+                            blocks.resize(static_cast<std::size_t>((j1 - j0) / kDummySlots + 1));
+                            certify_blocks<T>(box, q.x, q.y, q.z, proj, xmax, j0, j1, rows,
+                                              blocks.data(), kinds);
+                            bi = blocks.data();
+                        }
+                        th.rows(pair, r0, r1, static_cast<uint64_t>(j1 - j0), [&](int64_t i) {
+                            th.row(pair, i, j0, static_cast<int>(j1 - j0), bi);
+                        });
+                    }
+                    r0 = r1;
                 }
                 if (same && own) {  // the atoms after i in its own cell
                     th.rows(pair, i0, i1 - 1, static_cast<uint64_t>(i1 - i0 - 1), [&](int64_t i) {

@@ -107,10 +107,6 @@ constexpr bool kDenseKernel = std::is_same<T, float>::value &&
 // one image per chunk (tile_pairs).
 template <class Box>
 constexpr bool kPeriodic = !std::is_same<Box, NoBox<float>>::value && !std::is_same<Box, NoBox<double>>::value;
-template <class Box>
-constexpr bool is_triclinic = false;
-template <typename T, bool M>
-constexpr bool is_triclinic<TriclinicBox<T, M>> = true;
 constexpr int kStats = 3;  // launch statistics: chunks with one image, with one index, all
 
 // Sum over the copies of bin k of a window of w bins (stride: slots(window)), with the slot

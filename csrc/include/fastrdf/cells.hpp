@@ -59,6 +59,12 @@ struct CellGrid {
     // The frame's coordinates and labels in sorted order (same species blocks as the frame).
     std::vector<float> x, y, z;
     std::vector<int32_t> labels;
+    // Periodic boxes: the lattice image each sorted atom lies in (its fractional coordinates'
+    // integer parts, each clamped to [-2, 2], as one number), the order within a cell. Runs
+    // of equal image keep the bounds of a cell's atoms tight (histogram.cpp, certify_blocks)
+    // when a trajectory is wrapped into another unit cell than the grid's (e.g. GROMACS's
+    // compact dodecahedron).
+    std::vector<uint8_t> image;
 
     // Neighbour columns (by rank) of every column (by rank), deduplicated, ascending; CSR.
     std::vector<int32_t> col_start, col_nbr;
@@ -70,6 +76,8 @@ struct CellGrid {
     // scratch
     std::vector<int64_t> cell_of;
     std::vector<int64_t> fill;
+    std::vector<uint8_t> image_of;
+    std::vector<int64_t> by_image;
 };
 
 // Grid dimensions and the estimated cost of both methods, without sorting anything.

@@ -267,7 +267,40 @@ struct TriclinicBox : PeriodicImage<TriclinicBox<T, MultiImage>, T> {
         shift(a, s);
         return (a[0] == b[0]) & (a[1] == b[1]) & (a[2] == b[2]);
     }
+
+    // A tighter test than common_image for sets of atoms in a sheared cell (host code): the
+    // exact projections f[k] . (xj - xi) of every pair lie in [plo[k], phi[k]] (from
+    // projection(), up to perr[k]; see the caller), and |xj - xi| <= dmax per component. The
+    // index argument the kernels compute, ((f0 dx + f1 dy) + f2 dz) with d = fl32(xj - xi),
+    // differs from the exact projection by at most (2^-24 + gamma_3) sum_c |f[k][c]| dmax[c]
+    // (the difference's rounding, then three roundings in T), below 2^-20 sum_c |f[k][c]| dmax[c].
+    // When the widened interval lies strictly inside (n - 1/2, n + 1/2), nint gives n to
+    // every pair, whatever its tie rule.
+    bool common_image_projected(const double (&plo)[3], const double (&phi)[3],
+                                const double (&perr)[3], const double (&dmax)[3], T (&s)[3]) const {
+        T n[3];
+        for (int k = 0; k < 3; ++k) {
+            const double e = 0x1p-20 * (std::fabs(double(f[k][0])) * dmax[0] +
+                                        std::fabs(double(f[k][1])) * dmax[1] +
+                                        std::fabs(double(f[k][2])) * dmax[2]) + perr[k];
+            const double lo = plo[k] - e, hi = phi[k] + e;
+            const double m = std::floor(0.5 * (lo + hi) + 0.5);
+            if (!(m - 0.5 < lo && hi < m + 0.5)) return false;
+            n[k] = static_cast<T>(m);
+        }
+        shift(n, s);
+        return true;
+    }
+    // f[k] . x in double (exact products for T = float; error below 2^-50 sum_c |f[k][c] x_c|)
+    double projection(int k, float x, float y, float z) const {
+        return double(f[k][0]) * double(x) + double(f[k][1]) * double(y) + double(f[k][2]) * double(z);
+    }
 };
+
+template <class Box>
+constexpr bool is_triclinic = false;
+template <typename T, bool M>
+constexpr bool is_triclinic<TriclinicBox<T, M>> = true;
 
 // Boxes with norm() (OrthoBox, TriclinicBox): reduce(d, s) is norm(d - s), so a shift of 0
 // for every pair of a chunk leaves norm(d), the no-box arithmetic (plus a triclinic box's

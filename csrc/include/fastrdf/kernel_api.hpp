@@ -70,6 +70,7 @@ struct Workspace {
     std::vector<uint64_t> thread_since_flush;
     std::vector<int64_t> tasks;  // 5 ints per task: pair, i0, i1, j0, j1
     std::vector<float> edges_f;
+    std::vector<double> projections;  // cell lists, triclinic boxes: f[k] . x per sorted atom
     std::vector<float> images_f;
     CellGrid grid;
     CellPlan plan;            // the last frame's plan (when the method was not all-pairs)
