@@ -160,6 +160,11 @@ inline void row_indices(const float* __restrict xs, const float* __restrict ys,
                 const T dy = static_cast<T>(ys[k] - yi);
                 const T dz = static_cast<T>(zs[k] - zi);
                 const T r = std::sqrt(r2_of(dx, dy, dz));
+#if defined(FASTRDF_CHECK_CERTIFIED)
+                // test builds (tests/sanitize_cpu.sh): a certified block must give every pair
+                // of the row dist2's r2, bit for bit
+                if (k < n && !(r2_of(dx, dy, dz) == box.dist2(dx, dy, dz))) __builtin_trap();
+#endif
                 bool in = bin.in_range(r);
                 if (Labels) in = in & (ls[k] != li);
                 const T f = in ? bin.coordinate(r) : T(0);

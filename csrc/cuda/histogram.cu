@@ -1695,12 +1695,11 @@ struct Histogrammer::Impl {
         // difference (|d| <= e (1 + 2^-24)), n = nint(d * inv) and s = l n, d - s =
         // l (d / l - n) - l n delta; |d / l - n| <= 1/2 + |d| / L (3 + eps) 2^-24 (the
         // roundings of inv, l and d * inv) and |l n| <= |d| + l / 2, so |d - s| <= l / 2 +
-        // (e + l) 5 2^-24. The pair's image is d' = xj - (xi + s) (pair_dist2) with both steps
-        // rounded: the exact xj - xi - s differs from d - s by at most e 2^-24 (d's rounding),
-        // xi + s is off by at most |xi + s| 2^-24 <= (m + l) 2^-24 (m the largest |coordinate|
-        // of the axis, as |xi + s| <= |xj| + |xj - xi - s|), and the last subtraction adds a
-        // factor 1 + 2^-24. So |d'| <= l / 2 + (e + l + m) 2^-21 =: D, and r2 <= (Dx^2 + Dy^2 +
-        // Dz^2) (1 + 2^-20) as above.
+        // (e + l) 5 2^-24; with the final subtraction's rounding |d'| <= l / 2 + (e + l) 2^-21.
+        // The bound below adds m 2^-21 (m the largest |coordinate| of the axis), a margin kept
+        // from a form of the image that moved atom i (xj - (xi + s), reverted: NOTES GPU item
+        // 17); it only makes the test stricter. D := l / 2 + (e + l + m) 2^-21, and r2 <=
+        // (Dx^2 + Dy^2 + Dz^2) (1 + 2^-20) as above.
         a.all_in_range = 0;
         if constexpr (std::is_same<T, float>::value) {
             if ((p.box_kind == kNoBox || p.box_kind == kOrtho) && float_ok && n > 0) {
