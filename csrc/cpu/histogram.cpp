@@ -296,7 +296,7 @@ struct ThreadHist {
                     // bin against numpy's edges.
                     const int64_t j = js + k;
                     const T r = std::sqrt(
-                        box.pair_dist2(q.x[i], q.y[i], q.z[i], q.x[j], q.y[j], q.z[j]));
+                        pair_dist2(box, q.x[i], q.y[i], q.z[i], q.x[j], q.y[j], q.z[j]));
                     b = static_cast<uint32_t>(bin.exact_bin(r));
                 }
                 ++h[b];

@@ -45,7 +45,7 @@ void run_rows(const SitesProblem& p, const Box& box) {
                 const Box b = box;
 #pragma omp simd
                 for (std::size_t j = 0; j < n2; ++j) {
-                    r[j] = std::sqrt(b.pair_dist2(xi, yi, zi, x2[j], y2[j], z2[j]));
+                    r[j] = std::sqrt(pair_dist2(b, xi, yi, zi, x2[j], y2[j], z2[j]));
                 }
                 double* row = p.out + i * n2 * static_cast<std::size_t>(nbins);
                 for (std::size_t j = 0; j < n2; ++j) {

@@ -430,7 +430,7 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
         }
     };
     auto own_image = [&](const float4& aj, int r) {
-        return box.pair_dist2(ai[r].x, ai[r].y, ai[r].z, aj.x, aj.y, aj.z);
+        return pair_dist2(box, ai[r].x, ai[r].y, ai[r].z, aj.x, aj.y, aj.z);
     };
     if constexpr (!kPeriodic<Box>) {
         pairs_of(0, nj, own_image);
@@ -484,29 +484,28 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
             };
             if (__all_sync(0xFFFFFFFFu, one)) {
                 ++chunks[0];
-                bool zero = true;
+                if constexpr (kZero) {
+                    bool zero = true;
 #pragma unroll
-                for (int r = 0; r < R; ++r)  // (padding rows: any shift, their pairs never count)
-                    zero = zero & ((ai[r].x != ai[r].x) |
-                                   ((s[r][0] == T(0)) & (s[r][1] == T(0)) & (s[r][2] == T(0))));
-                if constexpr (kZero) zero = __all_sync(0xFFFFFFFFu, zero);
-                if (kZero && zero) {
-                    // the shift 0 for every row: d - 0 is d, so norm(d), the loop of a frame
-                    // without a box (plus the triclinic extra images)
-                    if constexpr (kZero) {
+                    for (int r = 0; r < R; ++r)  // (padding rows: any shift, their pairs never count)
+                        zero = zero & ((ai[r].x != ai[r].x) |
+                                       ((s[r][0] == T(0)) & (s[r][1] == T(0)) & (s[r][2] == T(0))));
+                    if (__all_sync(0xFFFFFFFFu, zero)) {
+                        // the shift 0 for every row: d - 0 is d, so norm(d), the loop of a
+                        // frame without a box (plus the triclinic extra images)
                         pairs_of(c0, c1, [&](const float4& aj, int r) {
                             T d[3];
                             d_of(aj, r, d);
                             return box.norm(d[0], d[1], d[2]);
                         });
+                        continue;
                     }
-                } else {
-                    pairs_of(c0, c1, [&](const float4& aj, int r) {
-                        T d[3];
-                        d_of(aj, r, d);
-                        return box.reduce(d[0], d[1], d[2], s[r]);
-                    });
                 }
+                pairs_of(c0, c1, [&](const float4& aj, int r) {
+                    T d[3];
+                    d_of(aj, r, d);
+                    return box.reduce(d[0], d[1], d[2], s[r]);
+                });
                 continue;
             }
             if constexpr (kAxes) {

@@ -85,14 +85,10 @@ FASTRDF_HD T norm2(T x, T y, T z) {
     return x * x + y * y + z * z;  // summation order fixed (same as MDAnalysis)
 }
 
-// No periodic boundaries. pair_dist2: r2 of atoms i and j (float32 coordinates), the entry
-// point of every kernel.
+// No periodic boundaries.
 template <typename T>
 struct NoBox {
     FASTRDF_HD T dist2(T dx, T dy, T dz) const { return norm2(dx, dy, dz); }
-    FASTRDF_HD T pair_dist2(float xi, float yi, float zi, float xj, float yj, float zj) const {
-        return norm2(static_cast<T>(xj - xi), static_cast<T>(yj - yi), static_cast<T>(zj - zi));
-    }
 };
 
 // Periodic boxes take the minimum image in three steps: index(d, n) gives the integer image
@@ -120,10 +116,13 @@ struct PeriodicImage {
         box.shift(n, s);
         return box.reduce(dx, dy, dz, s);
     }
-    FASTRDF_HD T pair_dist2(float xi, float yi, float zi, float xj, float yj, float zj) const {
-        return dist2(static_cast<T>(xj - xi), static_cast<T>(yj - yi), static_cast<T>(zj - zi));
-    }
 };
+
+// r2 of atoms i and j (float32 coordinates) in any box: the float difference, widened to T.
+template <class Box, typename T = decltype(Box{}.dist2(0.0f, 0.0f, 0.0f))>
+FASTRDF_HD T pair_dist2(const Box& box, float xi, float yi, float zi, float xj, float yj, float zj) {
+    return box.dist2(static_cast<T>(xj - xi), static_cast<T>(yj - yi), static_cast<T>(zj - zi));
+}
 
 // Boxes whose index c rises with component c alone (the orthorhombic forms: inv > 0): the
 // corners are lo and hi themselves.
