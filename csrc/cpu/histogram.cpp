@@ -137,15 +137,23 @@ void certify_blocks(const Box& box, const float* x, const float* y, const float*
 
 // SIMD part: bin index (or dummy slot, or near-edge flag) of pairs (i, j0..j0+n). blocks:
 // null, or the image of each block of 16 lanes (certify_blocks).
-template <typename T, class Box, bool Labels, bool Exact>
-inline void row_indices(const float* __restrict xs, const float* __restrict ys,
-                        const float* __restrict zs, const int32_t* __restrict ls, int n, float xi,
-                        float yi, float zi, int32_t li, const Box& box_in, const Binning<T>& bin_in,
-                        const BlockImage<T>* blocks, uint32_t* __restrict idx) {
+// Filter (float, double precision through the float filter: double_filter_delta): a pair whose
+// bin coordinate lies within `filter` of an integer 0 .. nbins is flagged (kNearFlag) for the
+// caller to recompute in double; the first lanes of the blocks of 16 with a flag go to
+// near_blocks, and their number is returned (0 without Filter).
+template <typename T, class Box, bool Labels, bool Exact, bool Filter>
+inline int row_indices(const float* __restrict xs, const float* __restrict ys,
+                       const float* __restrict zs, const int32_t* __restrict ls, int n, float xi,
+                       float yi, float zi, int32_t li, const Box& box_in, const Binning<T>& bin_in,
+                       T filter, const BlockImage<T>* blocks, uint32_t* __restrict idx,
+                       int* __restrict near_blocks) {
+    static_assert(!(Filter && Exact), "the filter replaces the exact path");
     // Local copies: the compiler can keep every parameter in a register and vectorise.
     const Box box = box_in;
     const Binning<T> bin = bin_in;
     const int nb = bin.nbins;
+    const T top = static_cast<T>(nb) + T(0.5);
+    int n_near = 0;
     // Whole blocks of 16 lanes, also for the last, partial one: the arrays hold kRowPad
     // readable elements past every row (kernel_api.hpp), and the caller sends the lanes past
     // n to a dummy slot. Short rows (cell lists) thus never fall into a scalar remainder
@@ -153,7 +161,8 @@ inline void row_indices(const float* __restrict xs, const float* __restrict ys,
     for (int k0 = 0; k0 < n; k0 += kDummySlots) {
         // the 16 lanes of the block, r2 from r2_of(d)
         auto lanes = [&](auto r2_of) {
-#pragma omp simd
+            unsigned any_near = 0;
+#pragma omp simd reduction(| : any_near)
             for (int kk = 0; kk < kDummySlots; ++kk) {
                 const int k = k0 + kk;
                 const T dx = static_cast<T>(xs[k] - xi);
@@ -166,46 +175,79 @@ inline void row_indices(const float* __restrict xs, const float* __restrict ys,
                 if (k < n && !(r2_of(dx, dy, dz) == box.dist2(dx, dy, dz))) __builtin_trap();
 #endif
                 bool in = bin.in_range(r);
-                if (Labels) in = in & (ls[k] != li);
-                const T f = in ? bin.coordinate(r) : T(0);
-                const int b = bin.fast_bin_of(f);
-                uint32_t u = static_cast<uint32_t>(b);
-                if (Exact) u |= static_cast<uint32_t>(bin.near_edge(f, b) ? 1u : 0u) << 31;
-                idx[k] = in ? u : static_cast<uint32_t>(nb + kk);
+                bool label_ok = true;
+                if (Labels) label_ok = ls[k] != li;
+                in = in & label_ok;
+                if constexpr (Filter) {
+                    // f of every pair, clamped to [-1/2, nbins + 1/2] (where nint is exact),
+                    // and its distance to the nearest integer (exact, by Sterbenz). A pair not
+                    // flagged has f within (filter, nbins - filter) exactly when float's range
+                    // test passes, and then the ideal coordinate has the same integer part.
+                    // Lanes past n may be flagged; the caller resets them.
+                    const T f0 = bin.coordinate(r);
+                    const T f1 = f0 < T(-0.5) ? T(-0.5) : f0;
+                    const T f = f1 > top ? top : f1;
+                    const T g = std::fabs(f - nint(f));
+                    const bool nr = (g < filter) & label_ok;
+                    any_near |= static_cast<unsigned>(nr);
+                    const int b = bin.fast_bin_of(in ? f : T(0));
+                    idx[k] = nr ? kNearFlag : (in ? static_cast<uint32_t>(b) : static_cast<uint32_t>(nb + kk));
+                } else {
+                    const T f = in ? bin.coordinate(r) : T(0);
+                    const int b = bin.fast_bin_of(f);
+                    uint32_t u = static_cast<uint32_t>(b);
+                    if (Exact) u |= static_cast<uint32_t>(bin.near_edge(f, b) ? 1u : 0u) << 31;
+                    idx[k] = in ? u : static_cast<uint32_t>(nb + kk);
+                }
             }
+            return any_near;
         };
         const int kind = blocks ? blocks[k0 / kDummySlots].kind : kOwn;
-        if constexpr (has_norm<Box>::value) {
-            if (kind == kZero) {
-                lanes([&](T dx, T dy, T dz) { return box.norm(dx, dy, dz); });
-                continue;
-            }
-        }
-        if constexpr (!std::is_same<Box, NoBox<T>>::value) {
-            if (kind == kShift) {
+        unsigned near = 0;
+        if (has_norm<Box>::value && kind == kZero) {
+            if constexpr (has_norm<Box>::value)
+                near = lanes([&](T dx, T dy, T dz) { return box.norm(dx, dy, dz); });
+        } else if (!std::is_same<Box, NoBox<T>>::value && kind == kShift) {
+            if constexpr (!std::is_same<Box, NoBox<T>>::value) {
                 const BlockImage<T> bi = blocks[k0 / kDummySlots];
-                lanes([&](T dx, T dy, T dz) { return box.reduce(dx, dy, dz, bi.s); });
-                continue;
+                near = lanes([&](T dx, T dy, T dz) { return box.reduce(dx, dy, dz, bi.s); });
             }
+        } else {
+            near = lanes([&](T dx, T dy, T dz) { return box.dist2(dx, dy, dz); });
         }
-        lanes([&](T dx, T dy, T dz) { return box.dist2(dx, dy, dz); });
+        if (Filter && near) near_blocks[n_near++] = k0;
     }
+    return n_near;
 }
 static_assert(kRowPad >= 16, "rows are computed in blocks of 16 lanes");
 
+// Double precision through the float filter (double_filter_delta, kernel_api.hpp): the box
+// and binning in double that settle the pairs the float kernel flags. NoSettle: no filter.
+struct NoSettle {};
+template <class BoxD>
+struct Settle {
+    BoxD box;
+    Binning<double> bin;
+};
+
 // One thread's private histograms and the row loop every kernel shares: a row is atom i
 // against the contiguous atoms [js, js + n) of the (possibly sorted) coordinate arrays of q.
-template <typename T, class Box, bool Labels, bool Exact>
+template <typename T, class Box, bool Labels, bool Exact, class S>
 struct ThreadHist {
+    static constexpr bool kFilter = !std::is_same<S, NoSettle>::value;
     const FrameProblem& q;
     const Box& box;
     const Binning<T>& bin;
+    const S* settle;                // kFilter: the double box and binning
+    T filter;                       // kFilter: the bound of double_filter_delta
     uint32_t* hist;
     uint64_t* since;
     uint32_t* idx;
     std::size_t stride;
     uint64_t limit;                 // flush before `since` would exceed this (UINT32_MAX)
     std::atomic<bool>* overfull;    // set if one reservation alone exceeded limit (a bug)
+    uint64_t settled = 0;           // kFilter: pairs recomputed in double
+    int* near_blocks;               // kFilter: row_indices' blocks with a flag (row_len / 16 + 1)
 
     void flush(int pair) {
         const bool same = q.pairs[2 * pair] == q.pairs[2 * pair + 1];
@@ -246,12 +288,27 @@ struct ThreadHist {
     void row(int pair, int64_t i, int64_t js, int n, const BlockImage<T>* blocks = nullptr) {
         uint32_t* h = hist + pair * stride;
         const uint32_t nbu = static_cast<uint32_t>(q.nbins);
-        row_indices<T, Box, Labels, Exact>(q.x + js, q.y + js, q.z + js,
-                                           Labels ? q.labels + js : nullptr, n, q.x[i], q.y[i],
-                                           q.z[i], Labels ? q.labels[i] : 0, box, bin, blocks,
-                                           idx);
+        const int n_near = row_indices<T, Box, Labels, Exact, kFilter>(
+            q.x + js, q.y + js, q.z + js, Labels ? q.labels + js : nullptr, n, q.x[i], q.y[i],
+            q.z[i], Labels ? q.labels[i] : 0, box, bin, filter, blocks, idx, near_blocks);
         const int n_pad = (n + kDummySlots - 1) / kDummySlots * kDummySlots;
         for (int k = n; k < n_pad; ++k) idx[k] = nbu;  // lanes past the row go to a dummy slot
+        if constexpr (kFilter) {
+            // The flagged pairs (near an edge or the range's ends in float): their distance in
+            // double, range and bin against numpy's edges, as the all-double kernel.
+            for (int m = 0; m < n_near; ++m) {
+                const int k1 = std::min(n, near_blocks[m] + kDummySlots);
+                for (int k = near_blocks[m]; k < k1; ++k) {
+                    if (!(idx[k] & kNearFlag)) continue;
+                    const int64_t j = js + k;
+                    const double r = std::sqrt(
+                        pair_dist2(settle->box, q.x[i], q.y[i], q.z[i], q.x[j], q.y[j], q.z[j]));
+                    if (settle->bin.in_range(r)) ++h[settle->bin.exact_bin(r)];
+                    idx[k] = nbu;
+                    ++settled;
+                }
+            }
+        }
 #if FASTRDF_COMPACT
         if (!Exact) {
             // Single precision (no pair needs a second look): pack the in-range bins to the
@@ -308,23 +365,26 @@ struct ThreadHist {
 // Runs body(thread_hist, task) for every task 0 .. n_tasks - 1 on p.n_threads threads taking
 // tasks dynamically, then flushes every thread's histograms. q: the problem whose coordinate
 // arrays the rows read (the frame's, or the sorted copy of a cell grid).
-template <typename T, class Box, bool Labels, bool Exact, class Body>
+template <typename T, class Box, bool Labels, bool Exact, class S, class Body>
 void run_threads(const FrameProblem& q, Workspace& ws, const Box& box, const Binning<T>& bin,
-                 std::size_t row_len, int64_t n_tasks, Body&& body) {
+                 const S* settle, T filter, std::size_t row_len, int64_t n_tasks, Body&& body) {
     const std::size_t stride = static_cast<std::size_t>(q.nbins) + kDummySlots;
     const std::size_t hist_len = thread_hist_len(q);
     const int nt = q.n_threads;
     ws.thread_hist.resize(hist_len * nt);
     ws.thread_idx.resize((row_len + kDummySlots) * nt);
+    const std::size_t near_len = row_len / kDummySlots + 1;
+    ws.thread_near.resize(near_len * nt);
     ws.thread_since_flush.resize(thread_since_len(q) * nt);
 
     std::atomic<int64_t> next_task{0};
     parallel_run(nt, [&](int tid) {
-        ThreadHist<T, Box, Labels, Exact> th{q, box, bin,
+        ThreadHist<T, Box, Labels, Exact, S> th{q, box, bin, settle, filter,
                                             ws.thread_hist.data() + tid * hist_len,
                                             ws.thread_since_flush.data() + tid * thread_since_len(q),
                                             ws.thread_idx.data() + tid * (row_len + kDummySlots),
-                                            stride, ws.flush_limit, &ws.overfull};
+                                            stride, ws.flush_limit, &ws.overfull, 0,
+                                            ws.thread_near.data() + tid * near_len};
         std::memset(th.hist, 0, hist_len * sizeof(uint32_t));
         std::fill(th.since, th.since + q.n_pairs, uint64_t(0));
         // dynamic schedule: each thread takes the next task
@@ -332,12 +392,14 @@ void run_threads(const FrameProblem& q, Workspace& ws, const Box& box, const Bin
              t = next_task.fetch_add(1, std::memory_order_relaxed))
             body(th, t);
         for (int pair = 0; pair < q.n_pairs; ++pair) th.flush(pair);
+        if (th.settled) ws.settled.fetch_add(th.settled, std::memory_order_relaxed);
     });
 }
 
 // All pairs: the pairs of every species pair cut into bs x bs tiles.
-template <typename T, class Box, bool Labels, bool Exact>
-void run_tiles(const FrameProblem& p, Workspace& ws, const Box& box, const Binning<T>& bin) {
+template <typename T, class Box, bool Labels, bool Exact, class S>
+void run_tiles(const FrameProblem& p, Workspace& ws, const Box& box, const Binning<T>& bin,
+               const S* settle, T filter) {
     const std::size_t bs = block_size(p.l2_bytes, p.nbins, p.n_pairs);
     ws.tasks.clear();
     for (int pair = 0; pair < p.n_pairs; ++pair) {
@@ -354,7 +416,8 @@ void run_tiles(const FrameProblem& p, Workspace& ws, const Box& box, const Binni
         }
     }
     const int64_t n_tasks = static_cast<int64_t>(ws.tasks.size() / 5);
-    run_threads<T, Box, Labels, Exact>(p, ws, box, bin, bs, n_tasks, [&](auto& th, int64_t t) {
+    run_threads<T, Box, Labels, Exact>(p, ws, box, bin, settle, filter, bs, n_tasks,
+                                       [&](auto& th, int64_t t) {
         const int64_t* task = ws.tasks.data() + 5 * t;
         const int pair = static_cast<int>(task[0]);
         const int64_t i0 = task[1], i1 = task[2], j0 = task[3], j1 = task[4];
@@ -369,8 +432,9 @@ void run_tiles(const FrameProblem& p, Workspace& ws, const Box& box, const Binni
 
 // Cell lists (cells.hpp): a task is one species pair and one column of cells (axes 0, 1) of
 // its first species; each atom of the column meets the strips of its neighbour columns.
-template <typename T, class Box, bool Labels, bool Exact>
-void run_cells(const FrameProblem& p, Workspace& ws, const Box& box, const Binning<T>& bin) {
+template <typename T, class Box, bool Labels, bool Exact, class S>
+void run_cells(const FrameProblem& p, Workspace& ws, const Box& box, const Binning<T>& bin,
+               const S* settle, T filter) {
     const CellGrid& g = ws.grid;
     FrameProblem q = p;  // the rows read the sorted copy
     q.x = g.x.data();
@@ -407,8 +471,9 @@ void run_cells(const FrameProblem& p, Workspace& ws, const Box& box, const Binni
         }
         proj = ws.projections.data();
     }
-    run_threads<T, Box, Labels, Exact>(q, ws, box, bin, static_cast<std::size_t>(row_len),
-                                       p.n_pairs * n_cols, [&](auto& th, int64_t t) {
+    run_threads<T, Box, Labels, Exact>(q, ws, box, bin, settle, filter,
+                                       static_cast<std::size_t>(row_len), p.n_pairs * n_cols,
+                                       [&](auto& th, int64_t t) {
         thread_local std::vector<BlockImage<T>> blocks;
         uint64_t kinds[3] = {0, 0, 0};
         const int pair = static_cast<int>(t / n_cols);
@@ -465,38 +530,59 @@ void run_cells(const FrameProblem& p, Workspace& ws, const Box& box, const Binni
     });
 }
 
-template <typename T, class Box, bool Labels, bool Exact>
-void run_tasks(const FrameProblem& p, Workspace& ws, const Box& box, const Binning<T>& bin) {
+template <typename T, class Box, bool Labels, bool Exact, class S>
+void run_tasks(const FrameProblem& p, Workspace& ws, const Box& box, const Binning<T>& bin,
+               const S* settle, T filter) {
     if (ws.used_cells)
-        run_cells<T, Box, Labels, Exact>(p, ws, box, bin);
+        run_cells<T, Box, Labels, Exact>(p, ws, box, bin, settle, filter);
     else
-        run_tiles<T, Box, Labels, Exact>(p, ws, box, bin);
+        run_tiles<T, Box, Labels, Exact>(p, ws, box, bin, settle, filter);
 }
 
-template <typename T, class Box>
-void run_box(const FrameProblem& p, Workspace& ws, const Box& box, const Binning<T>& bin) {
-    constexpr bool exact = std::is_same<T, double>::value;
+template <typename T, bool Exact, class Box, class S>
+void run_box(const FrameProblem& p, Workspace& ws, const Box& box, const Binning<T>& bin,
+             const S* settle, T filter) {
     if (p.labels)
-        run_tasks<T, Box, true, exact>(p, ws, box, bin);
+        run_tasks<T, Box, true, Exact>(p, ws, box, bin, settle, filter);
     else
-        run_tasks<T, Box, false, exact>(p, ws, box, bin);
+        run_tasks<T, Box, false, Exact>(p, ws, box, bin, settle, filter);
 }
 
-template <typename T>
-void run_precision(const FrameProblem& p, Workspace& ws) {
-    const T* edges_t;
-    const T* images_t;
-    if (std::is_same<T, double>::value) {
-        edges_t = reinterpret_cast<const T*>(p.edges);
-        images_t = reinterpret_cast<const T*>(p.images);
+// numpy's edges in float (single precision, and the float filter of double precision)
+const float* float_edges(const FrameProblem& p, Workspace& ws) {
+    ws.edges_f.assign(p.edges, p.edges + p.nbins + 1);
+    ws.images_f.assign(p.images, p.images + 3 * p.n_images);
+    return ws.edges_f.data();
+}
+
+void run_single(const FrameProblem& p, Workspace& ws) {
+    const Binning<float> bin = make_binning<float>(p, float_edges(p, ws));
+    with_box<float>(p, ws.images_f.data(), [&](const auto& box) {
+        run_box<float, false>(p, ws, box, bin, static_cast<const NoSettle*>(nullptr), 0.f);
+    });
+    add_self_pairs(p, bin, p.out);
+}
+
+// Double precision: numpy's bins of the distances in double. Through the float filter when
+// double_filter_delta allows it (every pair in float, the few near an edge again in double),
+// else every pair in double.
+void run_double(const FrameProblem& p, Workspace& ws) {
+    const Binning<double> bin = make_binning<double>(p, p.edges);
+    const double delta = ws.double_filter > 0.0 ? ws.double_filter * double_filter_delta(p) : -1.0;
+    ws.last_filter_delta = delta;
+    if (delta >= 0.0) {
+        const Binning<float> bin_f = make_binning<float>(p, float_edges(p, ws));
+        // the bound rounded up to float: the test g < filter stays conservative
+        const float filter = std::nextafter(static_cast<float>(delta), 1.0f);
+        with_boxes(p, [&](const auto& box_f, const auto& box_d) {
+            const Settle<std::decay_t<decltype(box_d)>> settle{box_d, bin};
+            run_box<float, false>(p, ws, box_f, bin_f, &settle, filter);
+        }, ws.images_f.data(), p.images);
     } else {
-        ws.edges_f.assign(p.edges, p.edges + p.nbins + 1);
-        ws.images_f.assign(p.images, p.images + 3 * p.n_images);
-        edges_t = reinterpret_cast<const T*>(ws.edges_f.data());
-        images_t = reinterpret_cast<const T*>(ws.images_f.data());
+        with_box<double>(p, p.images, [&](const auto& box) {
+            run_box<double, true>(p, ws, box, bin, static_cast<const NoSettle*>(nullptr), 0.0);
+        });
     }
-    const Binning<T> bin = make_binning<T>(p, edges_t);
-    with_box<T>(p, images_t, [&](const auto& box) { run_box(p, ws, box, bin); });
     add_self_pairs(p, bin, p.out);
 }
 
@@ -515,10 +601,12 @@ void histogram_frame(const FrameProblem& p, Workspace& ws) {
             ws.used_cells = true;
         }
     }
+    ws.settled.store(0);
+    ws.last_filter_delta = -1.0;
     if (p.double_precision)
-        run_precision<double>(p, ws);
+        run_double(p, ws);
     else
-        run_precision<float>(p, ws);
+        run_single(p, ws);
 }
 
 }  // namespace FASTRDF_ISA

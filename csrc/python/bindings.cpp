@@ -87,14 +87,28 @@ class CpuHistogrammer {
         }
         bool finite = true;
         float max_abs = 0.f;
+        float lo[3] = {0.f, 0.f, 0.f}, hi[3] = {0.f, 0.f, 0.f};
         for (std::size_t i = 0; i < n; ++i) {
             x_[i] = xyz[3 * i];
             y_[i] = xyz[3 * i + 1];
             z_[i] = xyz[3 * i + 2];
             finite &= std::isfinite(x_[i]) & std::isfinite(y_[i]) & std::isfinite(z_[i]);
             max_abs = std::max({max_abs, std::fabs(x_[i]), std::fabs(y_[i]), std::fabs(z_[i])});
+            if (i == 0) {
+                lo[0] = hi[0] = x_[0];
+                lo[1] = hi[1] = y_[0];
+                lo[2] = hi[2] = z_[0];
+            }
+            lo[0] = std::min(lo[0], x_[i]);
+            lo[1] = std::min(lo[1], y_[i]);
+            lo[2] = std::min(lo[2], z_[i]);
+            hi[0] = std::max(hi[0], x_[i]);
+            hi[1] = std::max(hi[1], y_[i]);
+            hi[2] = std::max(hi[2], z_[i]);
         }
         check_coordinates(p, finite, max_abs);
+        // extents in double: the float differences hi - lo could round down
+        for (int c = 0; c < 3; ++c) p.coord_extent[c] = double(hi[c]) - double(lo[c]);
         p.x = x_.data();
         p.y = y_.data();
         p.z = z_.data();
@@ -158,6 +172,15 @@ class CpuHistogrammer {
         ws_.flush_limit = v;
     }
     bool overfull() const { return ws_.overfull.load(); }
+    // Double precision: the float filter's bound times this (1; 0: every pair in double).
+    double double_filter() const { return ws_.double_filter; }
+    void set_double_filter(double v) {
+        if (!(v >= 0.0 && v <= 1.0)) throw std::invalid_argument("_double_filter: must be in [0, 1]");
+        ws_.double_filter = v;
+    }
+    py::tuple last_filter() const {
+        return py::make_tuple(ws_.last_filter_delta, ws_.settled.load());
+    }
 
     int n_threads() const { return n_threads_; }
     // How the last frame ran: 'allpairs' or 'cells', and the cell grid when it was planned.
@@ -282,7 +305,13 @@ PYBIND11_MODULE(_fastrdf_cpu, m) {
                                "of a cell, the shift 0 (same counts either way)")
         .def_property_readonly("last_plan", &CpuHistogrammer::last_plan)
         .def_property("_flush_limit", &CpuHistogrammer::flush_limit, &CpuHistogrammer::set_flush_limit)
-        .def_property_readonly("_overfull", &CpuHistogrammer::overfull);
+        .def_property_readonly("_overfull", &CpuHistogrammer::overfull)
+        .def_property("_double_filter", &CpuHistogrammer::double_filter,
+                      &CpuHistogrammer::set_double_filter)
+        .def_property_readonly("last_filter", &CpuHistogrammer::last_filter,
+                               "Double precision, the last frame: the float filter's bound in "
+                               "bin units (-1: every pair ran in double) and the pairs it sent "
+                               "to double (same counts either way)");
     m.def("wrap_positions", &wrap_positions, py::arg("coords"), py::arg("box"), py::arg("triclinic"));
     m.def("site_histograms", &site_histograms, py::arg("coords1"), py::arg("coords2"),
           py::arg("rmin"), py::arg("rmax"), py::arg("nbins"), py::arg("box_kind"), py::arg("box"),

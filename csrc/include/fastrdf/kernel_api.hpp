@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <utility>
 #include <stdexcept>
 #include <vector>
 
@@ -51,6 +53,8 @@ struct FrameProblem {
     int n_images = 0;
 
     double max_abs_coord = 1e300;     // largest |coordinate| the box maths is exact for
+    double coord_extent[3] = {-1.0, -1.0, -1.0};  // max - min of each coordinate axis over the
+                                      // frame (< 0: unknown; the float filter then stays off)
 
     int method = kMethodAuto;
     int cell_k = 2;                   // cells per r_max (cell side r_max / cell_k)
@@ -67,6 +71,7 @@ struct FrameProblem {
 struct Workspace {
     std::vector<uint32_t> thread_hist;
     std::vector<uint32_t> thread_idx;  // one index buffer per thread
+    std::vector<int> thread_near;      // per thread: blocks of a row with pairs to settle
     std::vector<uint64_t> thread_since_flush;
     std::vector<int64_t> tasks;  // 5 ints per task: pair, i0, i1, j0, j1
     std::vector<float> edges_f;
@@ -82,6 +87,13 @@ struct Workspace {
     // cell lists in a periodic box: blocks of 16 j atoms that took each pair's own image, one
     // shift, the shift 0 (histogram.cpp, certify_blocks), in the last frame
     std::atomic<uint64_t> block_images[3] = {};
+    // Double precision through the float filter (double_filter_delta): the bound is multiplied
+    // by this (1; tests set 0 to run all in double, or shrink it to see the filter fail); the
+    // last frame's bound in bin units (< 0: that frame ran all in double) and its pairs
+    // recomputed in double.
+    double double_filter = 1.0;
+    double last_filter_delta = -1.0;
+    std::atomic<uint64_t> settled{0};
 };
 
 
@@ -112,46 +124,123 @@ Binning<T> make_binning(const FrameProblem& p, const T* edges_t) {
     return bin;
 }
 
-// Calls f(box) with the box object of the frame's kind, in precision T; images_t: the
-// triclinic extra images in T (3 * p.n_images values, device or host).
-template <typename T, class F>
-void with_box(const FrameProblem& p, const T* images_t, F&& f) {
-    if (p.box_kind == kNoBox) {
-        f(NoBox<T>{});
-    } else if (p.box_kind == kOrtho) {
-        OrthoBox<T> box;
-        for (int c = 0; c < 3; ++c) {
-            box.l[c] = static_cast<T>(p.ortho[c]);
-            box.inv[c] = static_cast<T>(1.0 / p.ortho[c]);
+// Double precision through a float filter (the CPU kernels; benchmarks/NOTES.md, "Double
+// precision through a float filter"). Returns a bound, in bin units, on the difference
+// between the float kernel's bin coordinate f32 = fl(fl(r32 - rmin) * norm32) and the exact
+// coordinate of the double arithmetic, (r64 - rmin) * nbins / (rmax - rmin), or -1 when the
+// frame is to run all in double. A pair whose f32 lies further than the bound from every
+// integer 0 .. nbins gets from the float kernel numpy's range decision and bin for r64; the
+// others are recomputed in double. u = 2^-24; both arithmetics take the same float32
+// difference d of two coordinates, |d_c| <= e_c (the frame's extent along axis c). Against
+// exact arithmetic on d, as sums over components of absolute errors (>= the Euclidean norm):
+//  * the image: the float shift s_c = sum_k n_k a_kc (a rounded to float, three products and
+//    two sums rounded) is off by <= 4u sum_k |n_k| |a_kc|, |n_k| <= sum_c |f_kc| e_c + 1, so
+//    <= 4u sum_k N_k |a_k|_1; d - s and (triclinic extra images) d' - img round by u|d'_c| and
+//    u(|img_c| + |d''_c|): <= 3u |img|_1 + 2u |d''|_1 <= 6u |img| + 2 sqrt(3) u r. In an
+//    orthorhombic box the shift is one product, L n off by <= 2u |n| L with |n| <= e_c / L + 1/2;
+//    MDAnalysis's scaled form L (fl(d inv) - n) is off by u e_c + 3u |d'_c| per component,
+//    inside the same bound. Double's own errors are 2^-29 times these;
+//  * a tie of an index, where float and double may take different images: without extra
+//    images (r_max < (1/2 - 10^-3) w, box_setup.hpp) the displacement then lies on a face of
+//    the centred cell, at least w/2 from the origin in both, out of range by far in both; with
+//    extra images both take the least over lists that hold the nearest image of every vector
+//    of the closed centred cell up to r_max + 10^-3 w, so both find the nearest image and
+//    differ by the rounding above;
+//  * r2, a sum of three squares, relative <= 3u (1 + u)^2; the root halves it and rounds: r is
+//    off by <= 2.6u r; f: the subtraction of rmin, norm32 = norm (1 + u) and the product,
+//    <= 3u |f| + u |rmin| norm;
+//  * numpy's edges differ from rmin + k / norm by a few ulp of max(|rmin|, |rmax|) in double.
+// Taken at r = max(|rmin|, |rmax|) + 1/norm (beyond, a pair is out of range in both by more
+// than half a bin) and doubled; subnormal squares add < 10^-22 A, taken as 10^-18.
+// tests/check_filter_bound.cpp measures the bound against the kernels' arithmetic.
+inline double double_filter_delta(const FrameProblem& p) {
+    constexpr double u = 0x1p-24;
+    const double rmin = p.edges[0], rmax = p.edges[p.nbins];
+    const double norm = p.nbins / (rmax - rmin);
+    const double rabs = std::max(std::fabs(rmin), std::fabs(rmax));
+    const double* e = p.coord_extent;
+    if (!(e[0] >= 0.0 && e[1] >= 0.0 && e[2] >= 0.0) || !(e[0] + e[1] + e[2] < 1e15) ||
+        !(rabs < 1e15) || !std::isfinite(norm))
+        return -1.0;
+    double img = 0.0;  // sum_k N_k |a_k|_1
+    double img_max = 0.0;
+    if (p.box_kind == kOrtho || p.box_kind == kOrthoScaled) {
+        // one product per component: L n off by <= 2u |n| L, |n| <= e_c / L + 1/2
+        for (int c = 0; c < 3; ++c) img += 0.5 * (e[c] + 0.5 * p.ortho[c]);
+    } else if (p.box_kind == kTriclinic) {
+        for (int k = 0; k < 3; ++k) {
+            const double* a = p.basis + 3 * k;
+            const double* f = p.reciprocal + 3 * k;
+            const double nk = std::fabs(f[0]) * e[0] + std::fabs(f[1]) * e[1] + std::fabs(f[2]) * e[2] + 1.0;
+            img += nk * (std::fabs(a[0]) + std::fabs(a[1]) + std::fabs(a[2]));
         }
-        f(box);
-    } else if (p.box_kind == kOrthoScaled) {
-        OrthoBoxScaled<T> box;
-        for (int c = 0; c < 3; ++c) {
-            box.l[c] = static_cast<T>(p.ortho[c]);
-            box.inv[c] = static_cast<T>(p.ortho_inv32[c]);
-        }
-        f(box);
-    } else {
-        auto fill = [&](auto& box) {
-            for (int r = 0; r < 3; ++r)
-                for (int c = 0; c < 3; ++c) {
-                    box.a[r][c] = static_cast<T>(p.basis[3 * r + c]);
-                    box.f[r][c] = static_cast<T>(p.reciprocal[3 * r + c]);
-                }
-        };
-        if (p.n_images == 0) {
-            TriclinicBox<T, false> box;
-            fill(box);
-            f(box);
-        } else {
-            TriclinicBox<T, true> box;
-            fill(box);
-            box.images = images_t;
-            box.n_images = p.n_images;
-            f(box);
+        for (int i = 0; i < p.n_images; ++i) {
+            const double* v = p.images + 3 * i;
+            img_max = std::max(img_max, std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]));
         }
     }
+    const double r = rabs + 1.0 / norm;
+    const double e_r = 4.0 * u * img + 6.0 * u * img_max + 7.8 * u * r + 1e-18;
+    const double delta = 2.0 * (norm * e_r + 3.0 * u * (p.nbins + 1.0) + u * std::fabs(rmin) * norm +
+                                8.0 * 0x1p-52 * rabs * norm + 1e-10 * (p.nbins + 1.0));
+    return delta < 0.1 ? delta : -1.0;
+}
+
+// The box object of each kind in precision T, from the frame's box (images_t: the triclinic
+// extra images in T, 3 * p.n_images values, device or host).
+template <typename T>
+OrthoBox<T> make_ortho(const FrameProblem& p) {
+    OrthoBox<T> box;
+    for (int c = 0; c < 3; ++c) {
+        box.l[c] = static_cast<T>(p.ortho[c]);
+        box.inv[c] = static_cast<T>(1.0 / p.ortho[c]);
+    }
+    return box;
+}
+template <typename T>
+OrthoBoxScaled<T> make_ortho_scaled(const FrameProblem& p) {
+    OrthoBoxScaled<T> box;
+    for (int c = 0; c < 3; ++c) {
+        box.l[c] = static_cast<T>(p.ortho[c]);
+        box.inv[c] = static_cast<T>(p.ortho_inv32[c]);
+    }
+    return box;
+}
+template <typename T, bool Multi>
+TriclinicBox<T, Multi> make_triclinic(const FrameProblem& p, const T* images_t) {
+    TriclinicBox<T, Multi> box;
+    for (int r = 0; r < 3; ++r)
+        for (int c = 0; c < 3; ++c) {
+            box.a[r][c] = static_cast<T>(p.basis[3 * r + c]);
+            box.f[r][c] = static_cast<T>(p.reciprocal[3 * r + c]);
+        }
+    if (Multi) {
+        box.images = images_t;
+        box.n_images = p.n_images;
+    }
+    return box;
+}
+
+// Calls f(box...) with the box object of the frame's kind in each precision Ts (one argument
+// per precision, the same box kind); images: the triclinic extra images in each precision.
+template <class F, typename... Ts>
+void with_boxes(const FrameProblem& p, F&& f, const Ts*... images) {
+    if (p.box_kind == kNoBox)
+        f(NoBox<Ts>{}...);
+    else if (p.box_kind == kOrtho)
+        f(make_ortho<Ts>(p)...);
+    else if (p.box_kind == kOrthoScaled)
+        f(make_ortho_scaled<Ts>(p)...);
+    else if (p.n_images == 0)
+        f(make_triclinic<Ts, false>(p, images)...);
+    else
+        f(make_triclinic<Ts, true>(p, images)...);
+}
+
+// Calls f(box) with the box object of the frame's kind, in precision T.
+template <typename T, class F>
+void with_box(const FrameProblem& p, const T* images_t, F&& f) {
+    with_boxes(p, std::forward<F>(f), images_t);
 }
 
 // The i == j pairs of a species with itself: distance exactly 0, excluded by any label.
