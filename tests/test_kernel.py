@@ -85,23 +85,24 @@ def test_species_pairs_match_bruteforce(kind):
         np.testing.assert_array_equal(row.astype(np.int64), ref, err_msg=f"pair {(a, b)}")
 
 
-def _float32_replica(c1, c2, kind, edges):
-    """The single-precision arithmetic of geometry.hpp, step by step in NumPy float32 (each
+def _float32_distances(c1, c2, kind, rmax, dims=None):
+    """The single-precision distances of geometry.hpp, step by step in NumPy float32 (each
     operation correctly rounded, none fused): d = xj - xi; minus the shift s (orthorhombic
     l * rint(d * inv), triclinic sum_k rint(f_k . d) a_k over the reduced basis), d' = d - s;
-    r2 = (dx^2 + dy^2) + dz^2, the least over the triclinic extra images;
-    r = sqrt(r2); bin trunc((r - rmin) * norm), clamped to the last bin, for rmin <= r <= rmax."""
+    r2 = (dx^2 + dy^2) + dz^2, the least over the triclinic extra images; r = sqrt(r2).
+    dims: the box (default DIMS[kind])."""
     f32 = np.float32
+    dims = DIMS[kind] if dims is None else dims
     xi, xj = c1[:, None, :], c2[None, :, :]
     d = xj - xi
     images = np.zeros((0, 3), f32)
     if kind == ORTHO:
-        lengths = np.asarray(DIMS[ORTHO][:3], np.float64)
+        lengths = np.diagonal(box_matrix(dims)).copy()  # float32 lengths, as the kernel's box
         l32, inv32 = lengths.astype(f32), (1.0 / lengths).astype(f32)
         d = d - l32 * np.rint(d * inv32)  # rint: to nearest, ties to even, as nint()
     elif kind == TRICLINIC:
         # the reduced basis a (rows), its reciprocal f and the extra images, from the host
-        setup = K.triclinic_setup(_box_arg(TRICLINIC), float(edges[-1]))
+        setup = K.triclinic_setup(np.ascontiguousarray(box_matrix(dims)), float(rmax))
         a, f = (np.asarray(setup[k], np.float64).astype(f32) for k in ("basis", "reciprocal"))
         images = np.asarray(setup["images"], np.float64).astype(f32).reshape(-1, 3)
         n = [np.rint((f[k, 0] * d[..., 0] + f[k, 1] * d[..., 1]) + f[k, 2] * d[..., 2])
@@ -115,7 +116,14 @@ def _float32_replica(c1, c2, kind, edges):
     r2 = norm2(d)
     for image in images:  # the least over the extra images, in their order
         r2 = np.minimum(r2, norm2(d - image))
-    r = np.sqrt(r2)
+    return np.sqrt(r2)
+
+
+def _float32_replica(c1, c2, kind, edges):
+    """The single-precision histogram of geometry.hpp: the distances of _float32_distances,
+    bin trunc((r - rmin) * norm) in float32, clamped to the last bin, for rmin <= r <= rmax."""
+    f32 = np.float32
+    r = _float32_distances(c1, c2, kind, edges[-1])
     nbins = len(edges) - 1
     rmin, rmax = f32(edges[0]), f32(edges[-1])
     norm = f32(nbins / (float(edges[-1]) - float(edges[0])))
