@@ -18,7 +18,8 @@ Sections (``--sections``, comma separated):
     picks: the check of the cost model in ``csrc/cpu/cell_grid.cpp``.
 ``boxes``
     A cube, a rhombic dodecahedron (60°, 60°, 90°) and a truncated octahedron (70.53°,
-    109.47°, 70.53°) at ``--cells-sizes`` atoms, single and double precision, with a checksum
+    109.47°, 70.53°) at ``--cells-sizes`` atoms, single and double precision (on the CPU also
+    double with the float filter off: every pair in double), with a checksum
     of the counts and (CPU) the blocks of 16 j atoms that took one image for a whole cell
     (``last_block_images``: own, one shift, shift 0). Run it with an older build on the
     same machine to compare.
@@ -228,15 +229,26 @@ def section_boxes(args):
             rng = np.random.default_rng(1)
             fr.coords = (rng.random((n, 3)) @ box_vectors(fr.dims[:3], angles)).astype(np.float32)
             fr.box = prepare_box(fr.dims)
-            for precision in ("single", "double"):
+            variants = [("single", "single", None), ("double", "double", 1.0)]
+            if args.device == "cpu":  # the same build with the float filter off
+                variants.append(("double, all pairs in double", "double", 0.0))
+            for label, precision, filt in variants:
                 eng = Engine(args.device, precision, args.threads, method="cells")
+                if filt is not None and args.device == "cpu":
+                    eng._impl = eng._make_impl(fr.offsets, fr.pairs)
+                    eng._impl._double_filter = filt
                 t, out, _ = time_engine(fr, eng, args.repeat)
                 check = int((out[0] * np.arange(1, out.shape[1] + 1, dtype=np.uint64)).sum())
                 blocks = getattr(eng._impl, "last_block_images", None)
                 share = f"{(blocks[1] + blocks[2]) / max(1, sum(blocks)):.0%}" if blocks else "-"
-                rows.append([f"{n:,}", name, f"{side:.1f}", precision, f"{t * 1e3:.1f}", share, check])
-                print(f"  ... {name} {precision}: {t * 1e3:.1f} ms {blocks}", file=sys.stderr, flush=True)
-    table(["N", "box", "side (Å)", "precision", "ms/frame", "blocks with one image", "checksum"], rows)
+                filt_info = getattr(eng._impl, "last_filter", None)
+                to_double = "-"
+                if precision == "double" and filt_info is not None and filt_info[0] >= 0:
+                    to_double = f"{filt_info[1] / max(1, int(out.sum())):.2%} (bound {filt_info[0]:.2g})"
+                rows.append([f"{n:,}", name, f"{side:.1f}", label, f"{t * 1e3:.1f}", share, to_double, check])
+                print(f"  ... {name} {label}: {t * 1e3:.1f} ms {blocks} {filt_info}", file=sys.stderr, flush=True)
+    table(["N", "box", "side (Å)", "precision", "ms/frame", "blocks with one image",
+           "pairs sent to double / counted", "checksum"], rows)
 
 
 SECTIONS = {"scaling": section_scaling, "cells": section_cells, "choice": section_choice,

@@ -31,7 +31,9 @@ build_dir="${target}-build"
 # costs a fifth of the compile time of the -O3 kernel variants.
 # -DFASTRDF_CHECK_CERTIFIED: every pair of a block that took one image for a run of a cell
 # (histogram.cpp, certify_blocks) is checked against its own image, bit for bit.
-flags="-fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer -fno-sanitize-recover=all -g1 -O1 -DFASTRDF_CHECK_CERTIFIED"
+# -DFASTRDF_CHECK_FILTER: every pair that double precision's float filter does not send to
+# double is checked against the all-double range decision and bin.
+flags="-fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer -fno-sanitize-recover=all -g1 -O1 -DFASTRDF_CHECK_CERTIFIED -DFASTRDF_CHECK_FILTER"
 
 echo "== building the CPU module (all SIMD variants) with ${flags} into ${target}"
 rm -rf "${target}"
@@ -75,7 +77,7 @@ print(f"{got}: variants {compiled}, this CPU runs {list(m.usable_variants())}")
 ' "${target}")
 
 if [ $# -eq 0 ]; then
-    set -- tests/test_kernel.py tests/test_cells.py tests/test_properties.py \
+    set -- tests/test_kernel.py tests/test_cells.py tests/test_double_filter.py tests/test_properties.py \
         tests/test_overflow.py tests/test_hostile.py tests/test_interrdf_s.py \
         -k "not adk and not memprot and not past_2_32"
 fi

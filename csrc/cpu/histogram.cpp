@@ -294,6 +294,20 @@ struct ThreadHist {
         const int n_pad = (n + kDummySlots - 1) / kDummySlots * kDummySlots;
         for (int k = n; k < n_pad; ++k) idx[k] = nbu;  // lanes past the row go to a dummy slot
         if constexpr (kFilter) {
+#if defined(FASTRDF_CHECK_FILTER)
+            // test builds (tests/sanitize_cpu.sh): every pair the filter did not flag must have
+            // the range decision and the bin of the all-double arithmetic
+            for (int k = 0; k < n; ++k) {
+                if (idx[k] & kNearFlag) continue;
+                const int64_t j = js + k;
+                const double r = std::sqrt(
+                    pair_dist2(settle->box, q.x[i], q.y[i], q.z[i], q.x[j], q.y[j], q.z[j]));
+                const bool counted = settle->bin.in_range(r) && !(Labels && q.labels[j] == q.labels[i]);
+                if (counted != (idx[k] < nbu) ||
+                    (counted && idx[k] != static_cast<uint32_t>(settle->bin.exact_bin(r))))
+                    __builtin_trap();
+            }
+#endif
             // The flagged pairs (near an edge or the range's ends in float): their distance in
             // double, range and bin against numpy's edges, as the all-double kernel.
             for (int m = 0; m < n_near; ++m) {
@@ -568,7 +582,8 @@ void run_single(const FrameProblem& p, Workspace& ws) {
 // else every pair in double.
 void run_double(const FrameProblem& p, Workspace& ws) {
     const Binning<double> bin = make_binning<double>(p, p.edges);
-    const double delta = ws.double_filter > 0.0 ? ws.double_filter * double_filter_delta(p) : -1.0;
+    const double delta =
+        ws.double_filter > 0.0 ? ws.double_filter * double_filter_delta(p, frame_images(p)) : -1.0;
     ws.last_filter_delta = delta;
     if (delta >= 0.0) {
         const Binning<float> bin_f = make_binning<float>(p, float_edges(p, ws));

@@ -87,28 +87,14 @@ class CpuHistogrammer {
         }
         bool finite = true;
         float max_abs = 0.f;
-        float lo[3] = {0.f, 0.f, 0.f}, hi[3] = {0.f, 0.f, 0.f};
         for (std::size_t i = 0; i < n; ++i) {
             x_[i] = xyz[3 * i];
             y_[i] = xyz[3 * i + 1];
             z_[i] = xyz[3 * i + 2];
             finite &= std::isfinite(x_[i]) & std::isfinite(y_[i]) & std::isfinite(z_[i]);
             max_abs = std::max({max_abs, std::fabs(x_[i]), std::fabs(y_[i]), std::fabs(z_[i])});
-            if (i == 0) {
-                lo[0] = hi[0] = x_[0];
-                lo[1] = hi[1] = y_[0];
-                lo[2] = hi[2] = z_[0];
-            }
-            lo[0] = std::min(lo[0], x_[i]);
-            lo[1] = std::min(lo[1], y_[i]);
-            lo[2] = std::min(lo[2], z_[i]);
-            hi[0] = std::max(hi[0], x_[i]);
-            hi[1] = std::max(hi[1], y_[i]);
-            hi[2] = std::max(hi[2], z_[i]);
         }
         check_coordinates(p, finite, max_abs);
-        // extents in double: the float differences hi - lo could round down
-        for (int c = 0; c < 3; ++c) p.coord_extent[c] = double(hi[c]) - double(lo[c]);
         p.x = x_.data();
         p.y = y_.data();
         p.z = z_.data();

@@ -53,8 +53,6 @@ struct FrameProblem {
     int n_images = 0;
 
     double max_abs_coord = 1e300;     // largest |coordinate| the box maths is exact for
-    double coord_extent[3] = {-1.0, -1.0, -1.0};  // max - min of each coordinate axis over the
-                                      // frame (< 0: unknown; the float filter then stays off)
 
     int method = kMethodAuto;
     int cell_k = 2;                   // cells per r_max (cell side r_max / cell_k)
@@ -125,21 +123,22 @@ Binning<T> make_binning(const FrameProblem& p, const T* edges_t) {
 }
 
 // Double precision through a float filter (the CPU kernels; benchmarks/NOTES.md, "Double
-// precision through a float filter"). Returns a bound, in bin units, on the difference
-// between the float kernel's bin coordinate f32 = fl(fl(r32 - rmin) * norm32) and the exact
-// coordinate of the double arithmetic, (r64 - rmin) * nbins / (rmax - rmin), or -1 when the
-// frame is to run all in double. A pair whose f32 lies further than the bound from every
-// integer 0 .. nbins gets from the float kernel numpy's range decision and bin for r64; the
-// others are recomputed in double. u = 2^-24; both arithmetics take the same float32
-// difference d of two coordinates, |d_c| <= e_c (the frame's extent along axis c). Against
-// exact arithmetic on d, as sums over components of absolute errors (>= the Euclidean norm):
+// precision through a float filter"). double_filter_delta returns a bound, in bin units, on
+// the difference between the float kernel's bin coordinate f32 = fl(fl(r32 - rmin) * norm32)
+// and the exact coordinate of the double arithmetic, (r64 - rmin) * nbins / (rmax - rmin), or
+// -1 when the frame is to run all in double. A pair whose f32 lies further than the bound
+// from every integer 0 .. nbins gets from the float kernel numpy's range decision and bin for
+// r64; the others are recomputed in double. u = 2^-24; both arithmetics take the same float32
+// difference d of two coordinates. Against exact arithmetic on d, as sums over components of
+// absolute errors (>= the Euclidean norm):
 //  * the image: the float shift s_c = sum_k n_k a_kc (a rounded to float, three products and
-//    two sums rounded) is off by <= 4u sum_k |n_k| |a_kc|, |n_k| <= sum_c |f_kc| e_c + 1, so
-//    <= 4u sum_k N_k |a_k|_1; d - s and (triclinic extra images) d' - img round by u|d'_c| and
-//    u(|img_c| + |d''_c|): <= 3u |img|_1 + 2u |d''|_1 <= 6u |img| + 2 sqrt(3) u r. In an
-//    orthorhombic box the shift is one product, L n off by <= 2u |n| L with |n| <= e_c / L + 1/2;
-//    MDAnalysis's scaled form L (fl(d inv) - n) is off by u e_c + 3u |d'_c| per component,
-//    inside the same bound. Double's own errors are 2^-29 times these;
+//    two sums rounded) is off by <= 4u sum_k |n_k| |a_kc| <= 4u sum_k N_k |a_k|_1, with
+//    N_k >= |n_k| over the frame (FrameImages: half the spread of f_k . x over its atoms, plus
+//    1/2); d - s and (triclinic extra images) d' - img round by u|d'_c| and u(|img_c| +
+//    |d''_c|): <= 3u |img|_1 + 2u |d''|_1 <= 6u |img| + 2 sqrt(3) u r. In an orthorhombic
+//    box the shift is one product, L_c n_c off by <= 2u N_c L_c; MDAnalysis's scaled form
+//    L (fl(d inv) - n) is off by u |d_c| + 3u |d'_c| per component, inside the same bound.
+//    Double's own errors are 2^-29 times these;
 //  * a tie of an index, where float and double may take different images: without extra
 //    images (r_max < (1/2 - 10^-3) w, box_setup.hpp) the displacement then lies on a face of
 //    the centred cell, at least w/2 from the origin in both, out of range by far in both; with
@@ -152,27 +151,61 @@ Binning<T> make_binning(const FrameProblem& p, const T* edges_t) {
 //  * numpy's edges differ from rmin + k / norm by a few ulp of max(|rmin|, |rmax|) in double.
 // Taken at r = max(|rmin|, |rmax|) + 1/norm (beyond, a pair is out of range in both by more
 // than half a bin) and doubled; subnormal squares add < 10^-22 A, taken as 10^-18.
-// tests/check_filter_bound.cpp measures the bound against the kernels' arithmetic.
-inline double double_filter_delta(const FrameProblem& p) {
+// tests/test_double_filter.py measures the bound against a float32 replica of the kernels.
+
+// What the bound needs from the frame's atoms: N_k (above) and the largest |coordinate|.
+struct FrameImages {
+    double n[3] = {0.0, 0.0, 0.0};
+    double xmax = 0.0;
+};
+
+// One pass over the frame's atoms: the spread of the index arguments f_k . x (x_c / L_c in an
+// orthorhombic box; exact to 2^-50 in double), so |f_k . d| <= spread_k for every pair and
+// the index, rounded from it after float rounding (< 2^-20 relative), is at most
+// spread_k (1 + 2^-20) + 1/2.
+inline FrameImages frame_images(const FrameProblem& p) {
+    FrameImages fi;
+    const int64_t n_atoms = p.offsets[p.n_species];
+    if (n_atoms == 0) return fi;
+    double f[3][3] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
+    if (p.box_kind == kOrtho || p.box_kind == kOrthoScaled) {
+        for (int c = 0; c < 3; ++c) f[c][c] = 1.0 / p.ortho[c];
+    } else if (p.box_kind == kTriclinic) {
+        for (int k = 0; k < 3; ++k)
+            for (int c = 0; c < 3; ++c) f[k][c] = p.reciprocal[3 * k + c];
+    }
+    double lo[3], hi[3];
+    for (int k = 0; k < 3; ++k) lo[k] = hi[k] = f[k][0] * p.x[0] + f[k][1] * p.y[0] + f[k][2] * p.z[0];
+    for (int64_t a = 0; a < n_atoms; ++a) {
+        const double x = p.x[a], y = p.y[a], z = p.z[a];
+        fi.xmax = std::max({fi.xmax, std::fabs(x), std::fabs(y), std::fabs(z)});
+        for (int k = 0; k < 3; ++k) {
+            const double v = f[k][0] * x + f[k][1] * y + f[k][2] * z;
+            lo[k] = std::min(lo[k], v);
+            hi[k] = std::max(hi[k], v);
+        }
+    }
+    for (int k = 0; k < 3; ++k) fi.n[k] = (hi[k] - lo[k]) * (1.0 + 0x1p-20) + 0.5;
+    return fi;
+}
+
+inline double double_filter_delta(const FrameProblem& p, const FrameImages& fi) {
     constexpr double u = 0x1p-24;
     const double rmin = p.edges[0], rmax = p.edges[p.nbins];
     const double norm = p.nbins / (rmax - rmin);
     const double rabs = std::max(std::fabs(rmin), std::fabs(rmax));
-    const double* e = p.coord_extent;
-    if (!(e[0] >= 0.0 && e[1] >= 0.0 && e[2] >= 0.0) || !(e[0] + e[1] + e[2] < 1e15) ||
-        !(rabs < 1e15) || !std::isfinite(norm))
-        return -1.0;
+    // float r2 of any pair stays finite (|d_c| <= 2 xmax)
+    if (!(fi.xmax < 1e15) || !(rabs < 1e15) || !std::isfinite(norm)) return -1.0;
     double img = 0.0;  // sum_k N_k |a_k|_1
     double img_max = 0.0;
     if (p.box_kind == kOrtho || p.box_kind == kOrthoScaled) {
-        // one product per component: L n off by <= 2u |n| L, |n| <= e_c / L + 1/2
-        for (int c = 0; c < 3; ++c) img += 0.5 * (e[c] + 0.5 * p.ortho[c]);
+        // one product per component: L n off by <= 2u |n| L, and MDAnalysis's scaled form's
+        // u |d_c| <= 2u N_c L_c
+        for (int c = 0; c < 3; ++c) img += 0.5 * fi.n[c] * p.ortho[c];
     } else if (p.box_kind == kTriclinic) {
         for (int k = 0; k < 3; ++k) {
             const double* a = p.basis + 3 * k;
-            const double* f = p.reciprocal + 3 * k;
-            const double nk = std::fabs(f[0]) * e[0] + std::fabs(f[1]) * e[1] + std::fabs(f[2]) * e[2] + 1.0;
-            img += nk * (std::fabs(a[0]) + std::fabs(a[1]) + std::fabs(a[2]));
+            img += fi.n[k] * (std::fabs(a[0]) + std::fabs(a[1]) + std::fabs(a[2]));
         }
         for (int i = 0; i < p.n_images; ++i) {
             const double* v = p.images + 3 * i;
