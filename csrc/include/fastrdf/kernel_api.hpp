@@ -212,8 +212,11 @@ inline double double_filter_delta(const FrameProblem& p, const FrameImages& fi) 
             img_max = std::max(img_max, std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]));
         }
     }
+    // the terms in r: sum of squares and root 2.6u, the image's subtractions sqrt(3) u
+    // (orthorhombic), 3 sqrt(3) u (MDAnalysis's scaled form), 2 sqrt(3) u (triclinic)
+    const double kr = p.box_kind == kNoBox ? 2.7 : p.box_kind == kOrtho ? 4.4 : p.box_kind == kOrthoScaled ? 7.9 : 6.2;
     const double r = rabs + 1.0 / norm;
-    const double e_r = 4.0 * u * img + 6.0 * u * img_max + 7.8 * u * r + 1e-18;
+    const double e_r = 4.0 * u * img + 6.0 * u * img_max + kr * u * r + 1e-18;
     const double delta = 2.0 * (norm * e_r + 3.0 * u * (p.nbins + 1.0) + u * std::fabs(rmin) * norm +
                                 8.0 * 0x1p-52 * rabs * norm + 1e-10 * (p.nbins + 1.0));
     return delta < 0.1 ? delta : -1.0;
