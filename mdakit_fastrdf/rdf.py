@@ -72,8 +72,10 @@ class InterRDF(RDFBase):
         naming what is missing. Single-precision GPU counts equal the CPU's bit for bit.
     precision : {'single', 'double'}, optional
         Keyword only. Arithmetic of the distances. ``'double'`` reproduces InterRDF's counts
-        exactly; ``'single'`` (default, faster) may move a pair whose distance lies within
-        float32 rounding (a few parts in 10^7) of a bin edge into the neighbouring bin.
+        exactly (on the CPU at 1.3–1.5 times the time of single: the pairs are computed in
+        float32 and those within rounding of a bin edge again in float64); ``'single'``
+        (default, faster) may move a pair whose distance lies within float32 rounding (a few
+        parts in 10^7) of a bin edge into the neighbouring bin.
     n_threads : int, optional
         Keyword only. CPU threads per process (default: all cores, divided among the workers
         of a parallel run).

@@ -161,8 +161,7 @@ inline int row_indices(const float* __restrict xs, const float* __restrict ys,
     for (int k0 = 0; k0 < n; k0 += kDummySlots) {
         // the 16 lanes of the block, r2 from r2_of(d)
         auto lanes = [&](auto r2_of) {
-            unsigned any_near = 0;
-#pragma omp simd reduction(| : any_near)
+#pragma omp simd
             for (int kk = 0; kk < kDummySlots; ++kk) {
                 const int k = k0 + kk;
                 const T dx = static_cast<T>(xs[k] - xi);
@@ -189,7 +188,6 @@ inline int row_indices(const float* __restrict xs, const float* __restrict ys,
                     const T f = f1 > top ? top : f1;
                     const T g = std::fabs(f - nint(f));
                     const bool nr = (g < filter) & label_ok;
-                    any_near |= static_cast<unsigned>(nr);
                     const int b = bin.fast_bin_of(in ? f : T(0));
                     idx[k] = nr ? kNearFlag : (in ? static_cast<uint32_t>(b) : static_cast<uint32_t>(nb + kk));
                 } else {
@@ -200,22 +198,26 @@ inline int row_indices(const float* __restrict xs, const float* __restrict ys,
                     idx[k] = in ? u : static_cast<uint32_t>(nb + kk);
                 }
             }
-            return any_near;
         };
         const int kind = blocks ? blocks[k0 / kDummySlots].kind : kOwn;
-        unsigned near = 0;
         if (has_norm<Box>::value && kind == kZero) {
             if constexpr (has_norm<Box>::value)
-                near = lanes([&](T dx, T dy, T dz) { return box.norm(dx, dy, dz); });
+                lanes([&](T dx, T dy, T dz) { return box.norm(dx, dy, dz); });
         } else if (!std::is_same<Box, NoBox<T>>::value && kind == kShift) {
             if constexpr (!std::is_same<Box, NoBox<T>>::value) {
                 const BlockImage<T> bi = blocks[k0 / kDummySlots];
-                near = lanes([&](T dx, T dy, T dz) { return box.reduce(dx, dy, dz, bi.s); });
+                lanes([&](T dx, T dy, T dz) { return box.reduce(dx, dy, dz, bi.s); });
             }
         } else {
-            near = lanes([&](T dx, T dy, T dz) { return box.dist2(dx, dy, dz); });
+            lanes([&](T dx, T dy, T dz) { return box.dist2(dx, dy, dz); });
         }
-        if (Filter && near) near_blocks[n_near++] = k0;
+        if constexpr (Filter) {
+            // (a separate pass: an OpenMP reduction in the loop above kept GCC 13 from
+            // vectorising it)
+            uint32_t any = 0;
+            for (int kk = 0; kk < kDummySlots; ++kk) any |= idx[k0 + kk];
+            if (any & kNearFlag) near_blocks[n_near++] = k0;
+        }
     }
     return n_near;
 }
