@@ -135,6 +135,11 @@ void certify_blocks(const Box& box, const float* x, const float* y, const float*
     }
 }
 
+template <class Box>
+constexpr bool kMultiImage = false;
+template <typename T>
+constexpr bool kMultiImage<TriclinicBox<T, true>> = true;
+
 // SIMD part: bin index (or dummy slot, or near-edge flag) of pairs (i, j0..j0+n). blocks:
 // null, or the image of each block of 16 lanes (certify_blocks).
 // Filter (float, double precision through the float filter: double_filter_delta): a pair whose
@@ -159,7 +164,7 @@ inline int row_indices(const float* __restrict xs, const float* __restrict ys,
     // n to a dummy slot. Short rows (cell lists) thus never fall into a scalar remainder
     // loop, whose range test branches unpredictably.
     for (int k0 = 0; k0 < n; k0 += kDummySlots) {
-        // the 16 lanes of the block, r2 from r2_of(d)
+        // the 16 lanes of the block, r2 from r2_of(lane, d)
         auto lanes = [&](auto r2_of) {
 #pragma omp simd
             for (int kk = 0; kk < kDummySlots; ++kk) {
@@ -167,11 +172,11 @@ inline int row_indices(const float* __restrict xs, const float* __restrict ys,
                 const T dx = static_cast<T>(xs[k] - xi);
                 const T dy = static_cast<T>(ys[k] - yi);
                 const T dz = static_cast<T>(zs[k] - zi);
-                const T r = std::sqrt(r2_of(dx, dy, dz));
+                const T r = std::sqrt(r2_of(kk, dx, dy, dz));
 #if defined(FASTRDF_CHECK_CERTIFIED)
                 // test builds (tests/sanitize_cpu.sh): a certified block must give every pair
                 // of the row dist2's r2, bit for bit
-                if (k < n && !(r2_of(dx, dy, dz) == box.dist2(dx, dy, dz))) __builtin_trap();
+                if (k < n && !(r2_of(kk, dx, dy, dz) == box.dist2(dx, dy, dz))) __builtin_trap();
 #endif
                 bool in = bin.in_range(r);
                 bool label_ok = true;
@@ -200,16 +205,56 @@ inline int row_indices(const float* __restrict xs, const float* __restrict ys,
             }
         };
         const int kind = blocks ? blocks[k0 / kDummySlots].kind : kOwn;
-        if (has_norm<Box>::value && kind == kZero) {
+        if constexpr (kMultiImage<Box>) {
+            // Triclinic boxes with extra images: norm()'s loop over the images inside the
+            // lanes' loop kept it scalar. The same operations in another order: the
+            // displacement in the centred cell of each lane (d - s, s of the block or of
+            // the lane's own indices), then the least r2 over the images, image by image
+            // across the 16 lanes (the same comparisons in the same order per lane, so the
+            // same r2 bit for bit), then the lanes' bins.
+            alignas(64) T cx[kDummySlots], cy[kDummySlots], cz[kDummySlots], best[kDummySlots];
+            T bs[3] = {T(0), T(0), T(0)};
+            if (kind != kOwn) {
+                const BlockImage<T>& bi = blocks[k0 / kDummySlots];
+                bs[0] = bi.s[0];
+                bs[1] = bi.s[1];
+                bs[2] = bi.s[2];
+            }
+            const bool own = kind == kOwn;
+#pragma omp simd
+            for (int kk = 0; kk < kDummySlots; ++kk) {
+                const int k = k0 + kk;
+                const T dx = static_cast<T>(xs[k] - xi);
+                const T dy = static_cast<T>(ys[k] - yi);
+                const T dz = static_cast<T>(zs[k] - zi);
+                T nn[3], s[3];
+                box.index(dx, dy, dz, nn);
+                box.shift(nn, s);
+                // kZero's shift is 0: d - 0 is d
+                cx[kk] = dx - (own ? s[0] : bs[0]);
+                cy[kk] = dy - (own ? s[1] : bs[1]);
+                cz[kk] = dz - (own ? s[2] : bs[2]);
+                best[kk] = norm2(cx[kk], cy[kk], cz[kk]);
+            }
+            for (int m = 0; m < box.n_images; ++m) {
+                const T ix = box.images[3 * m], iy = box.images[3 * m + 1], iz = box.images[3 * m + 2];
+#pragma omp simd
+                for (int kk = 0; kk < kDummySlots; ++kk) {
+                    const T d2 = norm2(cx[kk] - ix, cy[kk] - iy, cz[kk] - iz);
+                    best[kk] = d2 < best[kk] ? d2 : best[kk];
+                }
+            }
+            lanes([&](int kk, T, T, T) { return best[kk]; });
+        } else if (has_norm<Box>::value && kind == kZero) {
             if constexpr (has_norm<Box>::value)
-                lanes([&](T dx, T dy, T dz) { return box.norm(dx, dy, dz); });
+                lanes([&](int, T dx, T dy, T dz) { return box.norm(dx, dy, dz); });
         } else if (!std::is_same<Box, NoBox<T>>::value && kind == kShift) {
             if constexpr (!std::is_same<Box, NoBox<T>>::value) {
                 const BlockImage<T> bi = blocks[k0 / kDummySlots];
-                lanes([&](T dx, T dy, T dz) { return box.reduce(dx, dy, dz, bi.s); });
+                lanes([&](int, T dx, T dy, T dz) { return box.reduce(dx, dy, dz, bi.s); });
             }
         } else {
-            lanes([&](T dx, T dy, T dz) { return box.dist2(dx, dy, dz); });
+            lanes([&](int, T dx, T dy, T dz) { return box.dist2(dx, dy, dz); });
         }
         if constexpr (Filter) {
             // (a separate pass: an OpenMP reduction in the loop above kept GCC 13 from
