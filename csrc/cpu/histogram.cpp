@@ -135,11 +135,6 @@ void certify_blocks(const Box& box, const float* x, const float* y, const float*
     }
 }
 
-template <class Box>
-constexpr bool kMultiImage = false;
-template <typename T>
-constexpr bool kMultiImage<TriclinicBox<T, true>> = true;
-
 // SIMD part: bin index (or dummy slot, or near-edge flag) of pairs (i, j0..j0+n). blocks:
 // null, or the image of each block of 16 lanes (certify_blocks).
 // Filter (float, double precision through the float filter: double_filter_delta): a pair whose
@@ -205,7 +200,7 @@ inline int row_indices(const float* __restrict xs, const float* __restrict ys,
             }
         };
         const int kind = blocks ? blocks[k0 / kDummySlots].kind : kOwn;
-        if constexpr (kMultiImage<Box>) {
+        if constexpr (has_extra_images<Box>) {
             // Triclinic boxes with extra images: norm()'s loop over the images inside the
             // lanes' loop kept it scalar. The same operations in another order: the
             // displacement in the centred cell of each lane (d - s, s of the block or of
