@@ -201,44 +201,11 @@ inline int row_indices(const float* __restrict xs, const float* __restrict ys,
         };
         const int kind = blocks ? blocks[k0 / kDummySlots].kind : kOwn;
         if constexpr (has_extra_images<Box>) {
-            // Triclinic boxes with extra images: norm()'s loop over the images inside the
-            // lanes' loop kept it scalar. The same operations in another order: the
-            // displacement in the centred cell of each lane (d - s, s of the block or of
-            // the lane's own indices), then the least r2 over the images, image by image
-            // across the 16 lanes (the same comparisons in the same order per lane, so the
-            // same r2 bit for bit), then the lanes' bins.
+            // the least r2 over the extra images across the block's 16 lanes (cpu.hpp), with
+            // the block's shift (kShift, kZero: 0) or each lane's own
             alignas(64) T cx[kDummySlots], cy[kDummySlots], cz[kDummySlots], best[kDummySlots];
-            T bs[3] = {T(0), T(0), T(0)};
-            if (kind != kOwn) {
-                const BlockImage<T>& bi = blocks[k0 / kDummySlots];
-                bs[0] = bi.s[0];
-                bs[1] = bi.s[1];
-                bs[2] = bi.s[2];
-            }
-            const bool own = kind == kOwn;
-#pragma omp simd
-            for (int kk = 0; kk < kDummySlots; ++kk) {
-                const int k = k0 + kk;
-                const T dx = static_cast<T>(xs[k] - xi);
-                const T dy = static_cast<T>(ys[k] - yi);
-                const T dz = static_cast<T>(zs[k] - zi);
-                T nn[3], s[3];
-                box.index(dx, dy, dz, nn);
-                box.shift(nn, s);
-                // kZero's shift is 0: d - 0 is d
-                cx[kk] = dx - (own ? s[0] : bs[0]);
-                cy[kk] = dy - (own ? s[1] : bs[1]);
-                cz[kk] = dz - (own ? s[2] : bs[2]);
-                best[kk] = norm2(cx[kk], cy[kk], cz[kk]);
-            }
-            for (int m = 0; m < box.n_images; ++m) {
-                const T ix = box.images[3 * m], iy = box.images[3 * m + 1], iz = box.images[3 * m + 2];
-#pragma omp simd
-                for (int kk = 0; kk < kDummySlots; ++kk) {
-                    const T d2 = norm2(cx[kk] - ix, cy[kk] - iy, cz[kk] - iz);
-                    best[kk] = d2 < best[kk] ? d2 : best[kk];
-                }
-            }
+            extra_image_r2(box, xs + k0, ys + k0, zs + k0, xi, yi, zi, kDummySlots,
+                           kind == kOwn ? nullptr : blocks[k0 / kDummySlots].s, cx, cy, cz, best);
             lanes([&](int kk, T, T, T) { return best[kk]; });
         } else if (has_norm<Box>::value && kind == kZero) {
             if constexpr (has_norm<Box>::value)
@@ -336,14 +303,18 @@ struct ThreadHist {
         const int n_pad = (n + kDummySlots - 1) / kDummySlots * kDummySlots;
         for (int k = n; k < n_pad; ++k) idx[k] = nbu;  // lanes past the row go to a dummy slot
         if constexpr (kFilter) {
+            // the distance of pair (i, js + k) in double
+            auto r_double = [&](int k) {
+                const int64_t j = js + k;
+                return std::sqrt(pair_dist2(settle->box, q.x[i], q.y[i], q.z[i], q.x[j], q.y[j], q.z[j]));
+            };
 #if defined(FASTRDF_CHECK_FILTER)
             // test builds (tests/sanitize_cpu.sh): every pair the filter did not flag must have
             // the range decision and the bin of the all-double arithmetic
             for (int k = 0; k < n; ++k) {
                 if (idx[k] & kNearFlag) continue;
                 const int64_t j = js + k;
-                const double r = std::sqrt(
-                    pair_dist2(settle->box, q.x[i], q.y[i], q.z[i], q.x[j], q.y[j], q.z[j]));
+                const double r = r_double(k);
                 const bool counted = settle->bin.in_range(r) && !(Labels && q.labels[j] == q.labels[i]);
                 if (counted != (idx[k] < nbu) ||
                     (counted && idx[k] != static_cast<uint32_t>(settle->bin.exact_bin(r))))
@@ -356,9 +327,7 @@ struct ThreadHist {
                 const int k1 = std::min(n, near_blocks[m] + kDummySlots);
                 for (int k = near_blocks[m]; k < k1; ++k) {
                     if (!(idx[k] & kNearFlag)) continue;
-                    const int64_t j = js + k;
-                    const double r = std::sqrt(
-                        pair_dist2(settle->box, q.x[i], q.y[i], q.z[i], q.x[j], q.y[j], q.z[j]));
+                    const double r = r_double(k);
                     if (settle->bin.in_range(r)) ++h[settle->bin.exact_bin(r)];
                     idx[k] = nbu;
                     ++settled;

@@ -47,35 +47,11 @@ void run_rows(const SitesProblem& p, const Box& box) {
                 const float xi = p.xyz1[3 * i], yi = p.xyz1[3 * i + 1], zi = p.xyz1[3 * i + 2];
                 const Box b = box;
                 if constexpr (has_extra_images<Box>) {
-                    // the displacement in the centred cell and its r2, then the least over the
-                    // extra images, image by image across the row (norm()'s comparisons in its
-                    // order for each pair, so dist2's r2 bit for bit), so that the loops
-                    // vectorise
+                    // the least r2 over the extra images across the row (cpu.hpp)
                     T* __restrict rr = r.data();
-                    T* __restrict cx = c[0].data();
-                    T* __restrict cy = c[1].data();
-                    T* __restrict cz = c[2].data();
-#pragma omp simd
-                    for (std::size_t j = 0; j < n2; ++j) {
-                        const T dx = static_cast<T>(x2[j] - xi);
-                        const T dy = static_cast<T>(y2[j] - yi);
-                        const T dz = static_cast<T>(z2[j] - zi);
-                        T nn[3], s[3];
-                        b.index(dx, dy, dz, nn);
-                        b.shift(nn, s);
-                        cx[j] = dx - s[0];
-                        cy[j] = dy - s[1];
-                        cz[j] = dz - s[2];
-                        rr[j] = norm2(cx[j], cy[j], cz[j]);
-                    }
-                    for (int m = 0; m < b.n_images; ++m) {
-                        const T ix = b.images[3 * m], iy = b.images[3 * m + 1], iz = b.images[3 * m + 2];
-#pragma omp simd
-                        for (std::size_t j = 0; j < n2; ++j) {
-                            const T d2 = norm2(cx[j] - ix, cy[j] - iy, cz[j] - iz);
-                            rr[j] = d2 < rr[j] ? d2 : rr[j];
-                        }
-                    }
+                    extra_image_r2(b, x2.data(), y2.data(), z2.data(), xi, yi, zi, n2,
+                                   static_cast<const T*>(nullptr), c[0].data(), c[1].data(),
+                                   c[2].data(), rr);
 #pragma omp simd
                     for (std::size_t j = 0; j < n2; ++j) rr[j] = std::sqrt(rr[j]);
                 } else {
