@@ -150,7 +150,7 @@ def mode_cpu(args):
 
 def mode_scaling(args):
     from mdakit_fastrdf import InterRDF
-    from mdakit_fastrdf._topology import detect_topology
+    from mdakit_fastrdf.backends.topology import detect_topology
     from mdakit_fastrdf.backends import DaskDistributedBackend, NodeBackend
 
     os.makedirs(args.cache, exist_ok=True)

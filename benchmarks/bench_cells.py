@@ -49,7 +49,7 @@ import numpy as np
 
 import mdakit_fastrdf
 from mdakit_fastrdf import build_info
-from mdakit_fastrdf._engine import Engine, prepare_box
+from mdakit_fastrdf.engine import Engine, prepare_box
 
 try:
     import freud

@@ -34,8 +34,8 @@ def main(argv=None):
     import MDAnalysis as mda
     from MDAnalysisTests.datafiles import TPR, XTC
 
-    import mdakit_fastrdf._fastrdf_cpu as K
-    from mdakit_fastrdf._engine import prepare_box, wrap_positions
+    import mdakit_fastrdf.engine._fastrdf_cpu as K
+    from mdakit_fastrdf.engine import prepare_box, wrap_positions
 
     u = mda.Universe(TPR, XTC, in_memory=True)
     ow = u.select_atoms("name OW")

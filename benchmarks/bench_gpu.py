@@ -53,7 +53,7 @@ import time
 import numpy as np
 
 from mdakit_fastrdf import build_info, cuda_devices
-from mdakit_fastrdf._engine import NO_BOX, Box, Engine, prepare_box
+from mdakit_fastrdf.engine import NO_BOX, Box, Engine, prepare_box
 
 CUBE = 100.0
 BOXES = {

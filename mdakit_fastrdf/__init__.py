@@ -2,16 +2,22 @@
 
 ``from mdakit_fastrdf import InterRDF`` replaces ``from MDAnalysis.analysis.rdf import
 InterRDF``; the analysis runs on compiled multi-species pair-distance histogram kernels.
+
+The package is layered (see the design page of the docs):
+
+* :mod:`mdakit_fastrdf.analysis`: the analyses, each a thin subclass of one pair-histogram
+  base class;
+* :mod:`mdakit_fastrdf.engine`: devices, kernels and the compiled modules;
+* :mod:`mdakit_fastrdf.backends`: the parallel backends over frames;
+* :mod:`mdakit_fastrdf.outputs`: saving, loading, plotting and the command line.
 """
 
-from ._engine import build_info, cuda_devices
 from ._version import __version__
+from .analysis import InterRDF, InterRDF_s, SpeciesRDF
 from .backends import DaskDistributedBackend, NodeBackend
-from .io import RDFData, load, save
-from .plotting import plot
-from .rdf import InterRDF
-from .rdf_s import InterRDF_s
-from .species import SpeciesRDF
+from .engine import build_info, cuda_devices
+from .outputs.io import RDFData, load, save
+from .outputs.plotting import plot
 
 __all__ = [
     "InterRDF",

@@ -47,7 +47,7 @@ def _require_module_under():
         return
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != root]
-    from mdakit_fastrdf import _fastrdf_cpu
+    from mdakit_fastrdf.engine import _fastrdf_cpu
 
     got = os.path.realpath(_fastrdf_cpu.__file__)
     if not got.startswith(os.path.realpath(want) + os.sep):
@@ -476,12 +476,12 @@ def _gpu_unavailable_reason():
     import subprocess
 
     try:
-        from mdakit_fastrdf._engine import _cuda_module
+        from mdakit_fastrdf.engine import _cuda_module
     except ImportError:
         return "mdakit_fastrdf is not importable"
     if _cuda_module() is None:
         return "this build has no CUDA kernels"
-    code = ("from mdakit_fastrdf._engine import cuda_unavailable_reason as r; "
+    code = ("from mdakit_fastrdf.engine import cuda_unavailable_reason as r; "
             "print(r() or 'OK')")
     import tempfile
 

@@ -67,7 +67,7 @@ export PYTHONPATH="${target}"
 echo "== checking that Python imports the instrumented module"
 (cd "${target}" && "${python}" -c '
 import os, platform, sys
-from mdakit_fastrdf import _fastrdf_cpu as m
+from mdakit_fastrdf.engine import _fastrdf_cpu as m
 target, got = os.path.realpath(sys.argv[1]), os.path.realpath(m.__file__)
 assert got.startswith(target + os.sep), f"imported {got}, not the build in {target}"
 compiled = list(m.compiled_variants())

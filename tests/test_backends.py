@@ -19,10 +19,10 @@ import pytest
 from conftest import load_universe, make_universe, random_positions_in_box, requires_gpu
 
 from mdakit_fastrdf import InterRDF, InterRDF_s, SpeciesRDF
-from mdakit_fastrdf._engine import (
+from mdakit_fastrdf.engine import (
     Engine, WorkerPlacement, placed_device, set_worker_placement, worker_placement,
 )
-from mdakit_fastrdf._topology import (
+from mdakit_fastrdf.backends.topology import (
     CpuGroup, NodeTopology, count_gpus, detect_topology, parse_cpulist,
 )
 from mdakit_fastrdf.backends import (

@@ -13,9 +13,9 @@ import pytest
 import MDAnalysis as mda
 from conftest import box_matrix, brute_force_counts, datafile, random_positions_in_box, reference_edges
 
-K = pytest.importorskip("mdakit_fastrdf._fastrdf_cpu")
+K = pytest.importorskip("mdakit_fastrdf.engine._fastrdf_cpu")
 from mdakit_fastrdf import InterRDF  # noqa: E402
-from mdakit_fastrdf._engine import Engine, prepare_box  # noqa: E402
+from mdakit_fastrdf.engine import Engine, prepare_box  # noqa: E402
 
 NO_BOX, ORTHO, TRICLINIC, ORTHO_SCALED = 0, 1, 2, 3
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import mdakit_fastrdf
-from mdakit_fastrdf.cli import first_peak, main
+from mdakit_fastrdf.outputs.cli import first_peak, main
 
 pytest.importorskip("MDAnalysisTests")
 

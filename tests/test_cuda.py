@@ -19,7 +19,7 @@ from conftest import (
     requires_gpu,
 )
 from mdakit_fastrdf import InterRDF, build_info
-from mdakit_fastrdf._engine import (
+from mdakit_fastrdf.engine import (
     NO_BOX,
     ORTHO_SCALED,
     TRICLINIC,
@@ -176,7 +176,7 @@ def test_gpu_matches_cpu(rng, box_name, precision, labels):
     problem = make_problem(rng, box_name, labels=labels)
     if box_name == "triclinic_multi":
         # the problem really needs extra images
-        from mdakit_fastrdf._fastrdf_cpu import triclinic_setup
+        from mdakit_fastrdf.engine._fastrdf_cpu import triclinic_setup
 
         assert len(triclinic_setup(problem[4].vectors, problem[3][-1])["images"]) > 0
     ref, _ = histogram("cpu", problem, precision)

@@ -11,7 +11,7 @@ from conftest import reference_edges, requires_gpu
 from test_cells import ORTHO_SCALED, _random_case
 
 from mdakit_fastrdf import InterRDF
-from mdakit_fastrdf._engine import Box, Engine, prepare_box
+from mdakit_fastrdf.engine import Box, Engine, prepare_box
 
 pytestmark = [pytest.mark.gpu, requires_gpu]
 

@@ -185,7 +185,7 @@ def test_page_code_runs(page, tmp_path, monkeypatch):
     for name in WRITES[page]:
         assert (tmp_path / name).stat().st_size > 0, f"docs/{page} should write {name}"
     assert (tmp_path / "rdf.png").read_bytes().startswith(b"\x89PNG")
-    assert type(namespace["rdf"]).__module__ == "mdakit_fastrdf.rdf"
+    assert type(namespace["rdf"]).__module__ == "mdakit_fastrdf.analysis.rdf"
     assert namespace["data"].parameters["n_frames"] == N_FRAMES
     assert namespace["rdf"].results.rdf_sem.shape == namespace["rdf"].results.rdf.shape
     if left_out:

@@ -21,7 +21,7 @@ import pytest
 from conftest import box_matrix, brute_force_counts, pair_distances, random_positions_in_box, reference_edges
 from test_kernel import _float32_distances
 
-K = pytest.importorskip("mdakit_fastrdf._fastrdf_cpu")
+K = pytest.importorskip("mdakit_fastrdf.engine._fastrdf_cpu")
 if not hasattr(K, "CpuHistogrammer") or not hasattr(K.CpuHistogrammer, "last_filter"):  # pragma: no cover
     pytest.skip("the compiled module has no float filter", allow_module_level=True)
 

@@ -16,10 +16,10 @@ import MDAnalysis as mda
 from conftest import brute_force_counts, make_universe, random_positions_in_box, reference_edges
 
 from mdakit_fastrdf import InterRDF, InterRDF_s, SpeciesRDF
-from mdakit_fastrdf import _base
-from mdakit_fastrdf._engine import MAX_BINS, Box, Engine, prepare_box
+from mdakit_fastrdf.analysis import base as _base
+from mdakit_fastrdf.engine import MAX_BINS, Box, Engine, prepare_box
 
-K = pytest.importorskip("mdakit_fastrdf._fastrdf_cpu")
+K = pytest.importorskip("mdakit_fastrdf.engine._fastrdf_cpu")
 
 BOX = (18.0, 19.0, 20.0, 90.0, 90.0, 90.0)
 CLASSES = ["InterRDF", "SpeciesRDF", "InterRDF_s"]
@@ -237,7 +237,7 @@ def test_histograms_larger_than_memory(cls, monkeypatch):
     nbins and gives the size, raised before they are allocated. (The memory is faked small:
     2 MiB available.)"""
     monkeypatch.setattr(_base, "available_memory_bytes", lambda: 2 * 2**20)
-    import mdakit_fastrdf.rdf_s as rdf_s_module
+    import mdakit_fastrdf.analysis.rdf_s as rdf_s_module
 
     monkeypatch.setattr(rdf_s_module, "available_memory_bytes", lambda: 2 * 2**20)
     r = _make(cls, _universe(), nbins=200_000, norm="density")

@@ -15,8 +15,8 @@ from MDAnalysis.analysis import rdf as mda_rdf
 from conftest import load_universe, make_universe, random_positions_in_box
 
 from mdakit_fastrdf import InterRDF_s
-from mdakit_fastrdf import rdf_s as rdf_s_module
-from mdakit_fastrdf._topology import CpuGroup, NodeTopology
+from mdakit_fastrdf.analysis import rdf_s as rdf_s_module
+from mdakit_fastrdf.backends.topology import CpuGroup, NodeTopology
 from mdakit_fastrdf.backends import NodeBackend
 
 

@@ -1,4 +1,4 @@
-"""Direct tests of the compiled CPU module ``mdakit_fastrdf._fastrdf_cpu``.
+"""Direct tests of the compiled CPU module ``mdakit_fastrdf.engine._fastrdf_cpu``.
 
 The binding API (csrc/python/bindings.cpp)::
 
@@ -23,7 +23,7 @@ import pytest
 
 from conftest import box_matrix, brute_force_counts, random_positions_in_box, reference_edges
 
-K = pytest.importorskip("mdakit_fastrdf._fastrdf_cpu")
+K = pytest.importorskip("mdakit_fastrdf.engine._fastrdf_cpu")
 if not hasattr(K, "CpuHistogrammer"):  # pragma: no cover
     pytest.skip("the compiled module has no CpuHistogrammer", allow_module_level=True)
 

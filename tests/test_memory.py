@@ -21,7 +21,7 @@ import textwrap
 
 import pytest
 
-pytest.importorskip("mdakit_fastrdf._fastrdf_cpu")
+pytest.importorskip("mdakit_fastrdf.engine._fastrdf_cpu")
 
 CHILD = textwrap.dedent(
     r"""

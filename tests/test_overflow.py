@@ -24,8 +24,8 @@ import pytest
 
 from conftest import brute_force_counts, reference_edges
 
-K = pytest.importorskip("mdakit_fastrdf._fastrdf_cpu")
-from mdakit_fastrdf._engine import Box, Engine  # noqa: E402
+K = pytest.importorskip("mdakit_fastrdf.engine._fastrdf_cpu")
+from mdakit_fastrdf.engine import Box, Engine  # noqa: E402
 
 SLOW = pytest.mark.skipif(not os.environ.get("FASTRDF_SLOW_TESTS"),
                           reason="slow (~25 s): set FASTRDF_SLOW_TESTS=1 to run")

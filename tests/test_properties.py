@@ -45,7 +45,7 @@ from conftest import (
     site_counts_reference,
 )
 
-K = pytest.importorskip("mdakit_fastrdf._fastrdf_cpu")
+K = pytest.importorskip("mdakit_fastrdf.engine._fastrdf_cpu")
 
 NO_BOX, ORTHO, TRICLINIC, ORTHO_SCALED = 0, 1, 2, 3
 CELL_PATHS = [(k, order) for k in (1, 2, 3) for order in ("rowmajor", "morton", "hilbert")]
@@ -255,7 +255,7 @@ def cpu_counts(frame, double, method="allpairs", k=2, order="rowmajor"):
 
 
 def gpu_counts(frame, double, method="allpairs", kernel="auto"):
-    from mdakit_fastrdf import _fastrdf_cuda
+    from mdakit_fastrdf.engine import _fastrdf_cuda
 
     h = _fastrdf_cuda.CudaHistogrammer(0, kernel, 0, True, method, 1, "rowmajor")
     out = np.zeros((len(frame["pairs"]), len(frame["edges"]) - 1), dtype=np.uint64)

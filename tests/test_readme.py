@@ -63,7 +63,7 @@ def test_readme_replace_interrdf_in_a_script(tmp_path, monkeypatch):
     exec(compile(script, "README (mdakit_fastrdf)", "exec"), ours)
     exec(compile(script.replace(new.strip(), old.strip()), "README (MDAnalysis)", "exec"),
          theirs)
-    assert type(ours["rdf"]).__module__ == "mdakit_fastrdf.rdf"
+    assert type(ours["rdf"]).__module__ == "mdakit_fastrdf.analysis.rdf"
     assert type(theirs["rdf"]).__module__ == "MDAnalysis.analysis.rdf"
     np.testing.assert_array_equal(ours["rdf"].results.bins, theirs["rdf"].results.bins)
     # single precision: a pair within float32 rounding of a bin edge may change bin (about

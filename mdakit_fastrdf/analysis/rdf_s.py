@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 from MDAnalysis.analysis.results import ResultsGroup
 
-from ._base import (
+from .base import (
     RDFBase,
     available_memory_bytes,
     check_atomgroup,
@@ -18,7 +18,7 @@ from ._base import (
     mdanalysis_compat,
     shell_volumes,
 )
-from ._engine import NO_BOX, validate_n_threads, validate_precision
+from ..engine import NO_BOX, validate_n_threads, validate_precision
 
 __all__ = ["InterRDF_s"]
 
@@ -303,7 +303,7 @@ class InterRDF_s(RDFBase):
         run it (see Notes, *Memory*)."""
         from MDAnalysis.analysis.backends import BackendBase, BackendSerial
 
-        from .backends import NodeBackend, _OwnBackend, _resolve_backend
+        from ..backends import NodeBackend, _OwnBackend, _resolve_backend
 
         n_frames = max(1, len(self._setup_computation_groups(
             1, start=start, stop=stop, step=step, frames=frames)[0]))
@@ -372,7 +372,7 @@ class InterRDF_s(RDFBase):
         )
 
     def _prepare(self):
-        from . import _fastrdf_cpu
+        from ..engine import _fastrdf_cpu
 
         self._kernel = _fastrdf_cpu.site_histograms
         nbins = self.rdf_settings["bins"]

@@ -43,8 +43,8 @@ from functools import partial
 import numpy as np
 from MDAnalysis.analysis.backends import BackendBase, BackendSerial
 
-from ._engine import WorkerPlacement, available_cpus, set_worker_placement, worker_placement
-from ._topology import NodeTopology, detect_topology
+from ..engine import WorkerPlacement, available_cpus, set_worker_placement, worker_placement
+from .topology import NodeTopology, detect_topology
 
 __all__ = [
     "NodeBackend", "DaskDistributedBackend", "WorkerError", "WorkerDiedError",

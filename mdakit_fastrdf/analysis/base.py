@@ -18,9 +18,9 @@ import numpy as np
 from MDAnalysis.analysis.base import AnalysisBase
 from MDAnalysis.analysis.results import Results, ResultsGroup
 
-from .backends import ParallelAnalysisMixin, _private_progress_lock
+from ..backends import ParallelAnalysisMixin, _private_progress_lock
 
-from ._engine import (
+from ..engine import (
     MAX_BINS,
     NO_BOX,
     ORTHO,
@@ -438,7 +438,7 @@ class RDFBase(ParallelAnalysisMixin, AnalysisBase):
         pathlib.Path
             The file written.
         """
-        from .io import save
+        from ..outputs.io import save
 
         return save(self, filename, format=format, metadata=metadata)
 
@@ -449,14 +449,14 @@ class RDFBase(ParallelAnalysisMixin, AnalysisBase):
         -------
         matplotlib.axes.Axes
         """
-        from .plotting import plot
+        from ..outputs.plotting import plot
 
         return plot(self, ax=ax, **kwargs)
 
     def parameters(self):
         """The parameters of the last run, as the JSON-serialisable dict that :meth:`save`
         stores beside the numbers (see :func:`mdakit_fastrdf.io.run_parameters`)."""
-        from .io import run_parameters
+        from ..outputs.io import run_parameters
 
         return run_parameters(self)
 

@@ -11,7 +11,7 @@ import numbers
 import numpy as np
 from MDAnalysis.analysis.results import ResultsGroup
 
-from ._base import (
+from .base import (
     RDFBase,
     check_atomgroup,
     check_nbins,

@@ -176,7 +176,7 @@ def detect_topology(sysfs="/sys/devices/system", proc_root="/proc", environ=None
     allowed = _allowed_cpus() if allowed is None else set(allowed)
     raw, source = _cpu_groups(sysfs, allowed)
     groups = tuple(CpuGroup(name, tuple(cpus), _cores_of(cpus, sysfs)) for name, cpus in raw)
-    from ._engine import _cuda_module
+    from ..engine import _cuda_module
 
     if _cuda_module() is None:
         n_gpus, gpu_source = 0, "this build has no CUDA kernels"

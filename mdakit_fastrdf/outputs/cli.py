@@ -192,7 +192,7 @@ def _blocks(text: str) -> int:
 
 
 def _device(text: str) -> str:
-    from mdakit_fastrdf._engine import validate_device
+    from mdakit_fastrdf.engine import validate_device
 
     try:
         return validate_device(text)
@@ -202,7 +202,7 @@ def _device(text: str) -> str:
 
 def cuda_line() -> str:
     """One line on the GPUs this process sees (initialises CUDA when the build has it)."""
-    from mdakit_fastrdf._engine import cuda_devices, cuda_unavailable_reason
+    from mdakit_fastrdf.engine import cuda_devices, cuda_unavailable_reason
 
     why = cuda_unavailable_reason()
     if why is not None:
@@ -295,7 +295,7 @@ def write_plot(path: Path, rdf, args: argparse.Namespace) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from mdakit_fastrdf.plotting import plot
+    from mdakit_fastrdf.outputs.plotting import plot
 
     fig = Figure(figsize=(6.0, 4.0), layout="constrained")
     FigureCanvasAgg(fig)
@@ -307,7 +307,7 @@ def write_plot(path: Path, rdf, args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> None:
     """Compute the RDF described by parsed command-line `args` and write the outputs."""
     from mdakit_fastrdf import InterRDF
-    from mdakit_fastrdf._engine import available_cpus
+    from mdakit_fastrdf.engine import available_cpus
 
     if args.plot is not None:
         try:

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 from MDAnalysis.analysis.results import Results
 
-from ._version import __version__
+from .._version import __version__
 
 __all__ = ["RDFData", "load", "run_parameters", "save"]
 

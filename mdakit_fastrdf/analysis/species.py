@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from MDAnalysis.analysis.results import Results, ResultsGroup
 
-from ._base import (
+from .base import (
     RDFBase,
     check_atomgroup,
     check_nbins,
@@ -23,7 +23,7 @@ from ._base import (
     histogram_edges,
     shell_volumes,
 )
-from ._engine import NO_BOX, wrap_positions
+from ..engine import NO_BOX, wrap_positions
 
 __all__ = ["SpeciesRDF"]
 

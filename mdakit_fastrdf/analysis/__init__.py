@@ -1,0 +1,7 @@
+"""The analyses: each is a thin subclass of :class:`~mdakit_fastrdf.analysis.base.PairHistogramBase`."""
+
+from .rdf import InterRDF
+from .rdf_s import InterRDF_s
+from .species import SpeciesRDF
+
+__all__ = ["InterRDF", "InterRDF_s", "SpeciesRDF"]
