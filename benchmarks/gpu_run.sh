@@ -11,6 +11,10 @@
 # Prepare on a machine with network first (carry .whl and .gpudata with the call):
 #   bash ../shared/gpu/bundle.sh --dask TPR XTC GRO      # MDAnalysis, dask, the adk data
 #   (plus joblib fasteners threadpoolctl tqdm cloudpickle toolz click msgpack wheels)
+#
+# Results worth keeping: copy the .md logs from $OUT to benchmarks/results/ as one
+# results_DATE_MACHINE[_topic].md with the command on top, and index it in
+# benchmarks/results/README.md.
 set -uo pipefail
 OUT=${OUT:-/tmp/fastrdf-out}
 mkdir -p "$OUT"
