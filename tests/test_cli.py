@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import mdakit_fastrdf
-from mdakit_fastrdf.outputs.cli import first_peak, main
+from mdakit_fastrdf.outputs.cli import cli_message, first_peak, main
 
 pytest.importorskip("MDAnalysisTests")
 
@@ -33,8 +33,9 @@ def test_csv_default_output(tmp_path, monkeypatch, capsys):
     assert parameters["n_frames"] == 2
     assert parameters["frames"] == [0, 1]
     assert parameters["version"] == mdakit_fastrdf.__version__
-    assert lines[1].startswith("# columns: r_angstrom: bin centre (Å)")
-    assert lines[2] == "r_angstrom,r_lo_angstrom,r_hi_angstrom,rdf,count"
+    assert lines[1].startswith("# columns") and "r_angstrom: bin centre (Å)" in lines[1]
+    columns = {"r_angstrom", "r_lo_angstrom", "r_hi_angstrom", "rdf", "count"}
+    assert set(lines[2].split(",")) == columns
 
     table = np.genfromtxt(tmp_path / "rdf.csv", delimiter=",", names=True, skip_header=2)
     assert table.shape == (75,)
@@ -170,3 +171,247 @@ def test_first_peak_falls_back_to_maximum():
     bins = np.linspace(0.05, 4.95, 50)
     rdf = np.linspace(0.0, 0.9, 50)  # no local maximum above 1
     assert first_peak(bins, rdf) == (pytest.approx(4.95), pytest.approx(0.9))
+
+
+# --- issue 23: messages, early checks, self pairs -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--nbins", "1e9"], "--nbins: expected a positive integer, got '1e9'"),
+        (["--nbins", "0"], "--nbins: expected a positive integer, got '0'"),
+        (["--exclusion-block", "1", "x"],
+         "--exclusion-block: expected a positive integer, got 'x'"),
+        (["--step", "-2"], "--step: expected a positive integer, got '-2'"),
+        (["--n-threads", "two"], "--n-threads: expected a positive integer, got 'two'"),
+        (["--backend", "multiprocessing", "--n-workers", "1.5"],
+         "--n-workers: expected a positive integer, got '1.5'"),
+        (["--blocks", "many"], "--blocks: expected an integer of at least 2"),
+        (["--backend", " "], "--backend: expected a backend name, got ' '"),
+        (["--device", "gpu"], "--device: expected auto, cpu, cuda or cuda:N, got 'gpu'"),
+    ],
+)
+def test_option_type_messages(args, message, capsys):
+    # argparse shows the name of a type function that raises ValueError ("invalid
+    # _positive_int value"); every custom type gives its own message instead
+    with pytest.raises(SystemExit) as excinfo:
+        main(args)
+    assert excinfo.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "_positive_int" not in err and "invalid" not in err
+
+
+def _write_boxless_xyz(path, n_atoms=40, n_frames=2):
+    """An XYZ trajectory: MDAnalysis reads it without a box (dimensions None)."""
+    rng = np.random.default_rng(7)
+    with open(path, "w", encoding="utf-8") as fh:
+        for frame in range(n_frames):
+            fh.write(f"{n_atoms}\nframe {frame}\n")
+            xyz = rng.uniform(0.0, 20.0, (n_atoms, 3))
+            fh.writelines(f"O {x:.3f} {y:.3f} {z:.3f}\n" for x, y, z in xyz)
+    return path
+
+
+def test_no_box_error_names_cli_options(tmp_path, capsys):
+    xyz = _write_boxless_xyz(tmp_path / "nobox.xyz")
+    out = tmp_path / "rdf.csv"
+    assert main([str(xyz), "-s1", "name O", "--no-progress", "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "has no box" in err
+    assert "--norm density" in err and "--norm none" in err
+    assert "norm='" not in err  # no Python keyword syntax
+    assert "Traceback" not in err
+    assert not out.exists()
+    # the same system with a norm that needs no box runs
+    assert main([str(xyz), "-s1", "name O", "--no-progress", "--norm", "density",
+                 "-o", str(out)]) == 0
+    assert mdakit_fastrdf.load(out).parameters["norm"] == "density"
+
+
+def test_runtime_errors_name_cli_options(monkeypatch, capsys):
+    # an error raised during the run (e.g. a frame without a box after framed ones) names
+    # the CLI's options, not the keyword arguments of the analysis
+    from mdakit_fastrdf.outputs import cli
+
+    def fail(args):
+        raise ValueError(
+            "norm='rdf' needs the box volume, but this trajectory has no box (frame 3: "
+            "dimensions=None). Use norm='density' or norm='none'; exclusion_block=(1, 1)")
+
+    monkeypatch.setattr(cli, "run", fail)
+    assert main(FAST) == 1
+    err = capsys.readouterr().err
+    assert "Use --norm density or --norm none; --exclusion-block 1 1" in err
+    assert "--norm rdf needs the box volume" in err
+    assert "dimensions=None" in err  # other keywords stay as they are
+
+
+def test_cli_message():
+    assert cli_message("use device='cpu' or device=\"auto\"") == "use --device cpu or --device auto"
+    assert cli_message("range=(0.0, 15.0), nbins=75") == "--range 0.0 15.0, --nbins 75"
+    assert cli_message("n_threads=None") == "no --n-threads"
+    assert cli_message("method='cells', my_norm='x'") == "method='cells', my_norm='x'"
+
+
+def _no_run(monkeypatch):
+    """Make any computation fail the test: the checks must come before it."""
+    from mdakit_fastrdf.outputs import cli
+
+    def run(args):
+        raise AssertionError("the computation started")
+
+    monkeypatch.setattr(cli, "run", run)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-o", "{tmp}/no_such_dir/out.csv"], "--output: cannot write"),
+        (["-o", "/nonexistent_dir/out.csv"], "'/nonexistent_dir' does not exist"),
+        (["-o", "{tmp}/a_file.csv/out.csv"], "is not a directory"),
+        (["-o", "{tmp}/subdir.csv"], "is a directory"),
+        (["-o", "{tmp}/out.txt"], "--output must end in .csv, .npz, .h5 or .hdf5"),
+        (["--plot", "{tmp}/no_such_dir/rdf.png"], "--plot: cannot write"),
+        (["--plot", "{tmp}/rdf.xyz"],
+         "--plot: '{tmp}/rdf.xyz' must end in a format matplotlib writes"),
+        (["--plot", "{tmp}/rdf"], "must end in a format matplotlib writes ("),
+        (["-o", "{tmp}/rdf.csv", "--plot", "{tmp}/rdf.csv"], "must end in a format"),
+    ],
+)
+def test_outputs_checked_before_computing(args, message, tmp_path, monkeypatch, capsys):
+    pytest.importorskip("matplotlib")
+    (tmp_path / "a_file.csv").write_text("x", encoding="utf-8")
+    (tmp_path / "subdir.csv").mkdir()
+    _no_run(monkeypatch)
+    args = [a.format(tmp=tmp_path) for a in args]
+    if "-o" not in args:
+        args += ["-o", str(tmp_path / "rdf.csv")]
+    with pytest.raises(SystemExit) as excinfo:
+        main(FAST + args)
+    assert excinfo.value.code == 2
+    assert message.format(tmp=tmp_path) in capsys.readouterr().err
+
+
+def _fake_cuda(monkeypatch, reason, n_devices=0):
+    """A CUDA build whose GPU check gives `reason` (None: `n_devices` usable GPUs)."""
+    from mdakit_fastrdf import engine
+
+    real = engine.validate_device
+
+    def validate_device(device):
+        if device.startswith("cuda"):
+            return "cuda:" + (device.partition(":")[2] or "0")
+        return real(device)
+
+    monkeypatch.setattr(engine, "validate_device", validate_device)
+    monkeypatch.setattr(engine, "cuda_unavailable_reason", lambda: reason)
+    monkeypatch.setattr(engine, "cuda_devices", lambda: [{"index": i} for i in range(n_devices)])
+
+
+def test_cuda_without_gpu_fails_before_the_run(tmp_path, monkeypatch, capsys):
+    # device='cuda' on a machine without a usable GPU: one message, before the demo data is
+    # loaded or a progress bar is shown
+    _fake_cuda(monkeypatch, "no usable CUDA device (no CUDA-capable device is detected)")
+    _no_run(monkeypatch)
+    with pytest.raises(SystemExit) as excinfo:
+        main(["--device", "cuda", "-o", str(tmp_path / "rdf.csv")])
+    assert excinfo.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "--device cuda:0: no usable CUDA device (no CUDA-capable device is detected); " \
+           "use --device cpu or --device auto" in err
+    assert "it/s" not in err and "%|" not in err
+
+
+def test_cuda_index_beyond_the_gpus(tmp_path, monkeypatch, capsys):
+    _fake_cuda(monkeypatch, None, n_devices=1)
+    _no_run(monkeypatch)
+    with pytest.raises(SystemExit):
+        main(["--device", "cuda:3", "-o", str(tmp_path / "rdf.csv")])
+    assert "--device cuda:3: no GPU 3 here (1 CUDA device found)" in capsys.readouterr().err
+
+
+def test_cuda_check_of_a_parallel_run_leaves_this_process_alone(tmp_path, monkeypatch, capsys):
+    # with workers forked from this process, CUDA must not be initialised here: the check runs
+    # in another interpreter, which imports the real engine (here: a build without CUDA)
+    from mdakit_fastrdf import engine
+
+    if engine.build_info()["cuda"]:
+        pytest.skip("a CUDA build: whether this machine has a GPU decides the outcome")
+    _fake_cuda(monkeypatch, None, n_devices=1)
+
+    def initialise():
+        raise AssertionError("CUDA initialised in the parent of the workers")
+
+    monkeypatch.setattr(engine, "cuda_unavailable_reason", initialise)
+    monkeypatch.setattr(engine, "cuda_devices", initialise)
+    _no_run(monkeypatch)
+    with pytest.raises(SystemExit) as excinfo:
+        main(["--device", "cuda", "--backend", "multiprocessing", "--n-workers", "2",
+              "-o", str(tmp_path / "rdf.csv")])
+    assert excinfo.value.code == 2
+    err = capsys.readouterr().err
+    assert "--device cuda:0: this build of mdakit_fastrdf has no CUDA kernels" in err
+
+
+def _own_system(*args, tmp_path):
+    """Arguments running the demo files as the user's own system (no demo defaults)."""
+    from MDAnalysisTests.datafiles import TPR, XTC
+
+    return [TPR, XTC, "--stop", "1", "--no-progress", "-o", str(tmp_path / "rdf.npz"), *args]
+
+
+def test_same_selection_excludes_self_pairs(tmp_path, capsys):
+    assert main(_own_system("-s1", "name OW", tmp_path=tmp_path)) == 0
+    out = capsys.readouterr().out
+    assert "Exclusion  : self pairs" in out and "--keep-self-pairs" in out
+    data = mdakit_fastrdf.load(tmp_path / "rdf.npz")
+    assert data.parameters["exclusion_block"] == [1, 1]
+    assert data.results.count[0] == 0  # no spike at r = 0
+
+
+def test_same_atoms_by_two_selections_excludes_self_pairs(tmp_path):
+    assert main(_own_system("-s1", "name OW", "-s2", "resname SOL and name OW",
+                            tmp_path=tmp_path)) == 0
+    assert mdakit_fastrdf.load(tmp_path / "rdf.npz").parameters["exclusion_block"] == [1, 1]
+
+
+def test_keep_self_pairs(tmp_path, capsys):
+    assert main(_own_system("-s1", "name OW", "--keep-self-pairs", tmp_path=tmp_path)) == 0
+    assert "Exclusion  : none (--keep-self-pairs" in capsys.readouterr().out
+    data = mdakit_fastrdf.load(tmp_path / "rdf.npz")
+    assert data.parameters["exclusion_block"] is None
+    assert data.results.count[0] == 11084  # each water oxygen with itself, one frame
+
+
+def test_different_selections_exclude_nothing(tmp_path, capsys):
+    assert main(_own_system("-s1", "name OW", "-s2", "name HW1", tmp_path=tmp_path)) == 0
+    assert "Exclusion  : none\n" in capsys.readouterr().out
+    assert mdakit_fastrdf.load(tmp_path / "rdf.npz").parameters["exclusion_block"] is None
+
+
+def test_explicit_exclusion_wins(tmp_path, capsys):
+    assert main(_own_system("-s1", "name OW", "--exclude-same", "residue",
+                            tmp_path=tmp_path)) == 0
+    assert "Exclusion  : pairs within the same residue" in capsys.readouterr().out
+    data = mdakit_fastrdf.load(tmp_path / "rdf.npz")
+    assert data.parameters["exclusion_block"] is None
+    assert data.parameters["exclude_same"] == "residue"
+
+
+@pytest.mark.parametrize("other", [["--exclusion-block", "1", "1"], ["--exclude-same", "residue"]])
+def test_keep_self_pairs_conflicts(other, capsys):
+    with pytest.raises(SystemExit) as excinfo:
+        main(["--keep-self-pairs", *other])
+    assert excinfo.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_help_tells_the_self_pair_default(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--keep-self-pairs" in out
+    assert "when -s1 and -s2 select the same atoms, 1 1" in out

@@ -17,6 +17,9 @@ Run ``mdakit-fastrdf --help`` for all options.
 from __future__ import annotations
 
 import argparse
+import os
+import re
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -37,10 +40,53 @@ class CLIError(Exception):
     """An error reported to the user as a one-line message."""
 
 
+#: keyword arguments of the analysis that are options of the CLI (for error messages)
+KEYWORD_OPTIONS = {
+    "norm": "--norm", "nbins": "--nbins", "range": "--range",
+    "exclusion_block": "--exclusion-block", "exclude_same": "--exclude-same",
+    "device": "--device", "precision": "--precision", "n_threads": "--n-threads",
+    "backend": "--backend", "n_workers": "--n-workers", "blocks": "--blocks",
+    "start": "--start", "stop": "--stop", "step": "--step",
+}
+_KEYWORD_VALUE = re.compile(
+    r"(?<![\w.-])(?P<key>" + "|".join(KEYWORD_OPTIONS) + r")="
+    r"(?P<value>'[^']*'|\"[^\"]*\"|\([^()]*\)|\[[^\[\]]*\]|[^\s,;:()\[\]]+)"
+)
+
+
+def _option_value(value: str) -> str:
+    """A Python literal of an error message as the CLI's option value: 'x' -> x, (1, 2) -> 1 2."""
+    if value[:1] in "'\"":
+        return value[1:-1]
+    if value[:1] in "([":
+        parts = (part.strip().strip("'\"") for part in value[1:-1].split(","))
+        return " ".join(part for part in parts if part)
+    return value
+
+
+def cli_message(message: str) -> str:
+    """Rewrite the keyword arguments that an analysis's error `message` names as the CLI's options.
+
+    ``norm='density'`` becomes ``--norm density``, ``exclusion_block=(1, 1)`` becomes
+    ``--exclusion-block 1 1``; ``key=None`` becomes ``no --key``. Other text is unchanged.
+    """
+
+    def replace(match):
+        option, value = KEYWORD_OPTIONS[match["key"]], match["value"]
+        if value == "None":
+            return f"no {option}"
+        return f"{option} {_option_value(value)}".rstrip()
+
+    return _KEYWORD_VALUE.sub(replace, message)
+
+
 def _positive_int(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
     if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return value
 
 
@@ -85,12 +131,18 @@ def build_parser() -> argparse.ArgumentParser:
     exclusion = sel.add_mutually_exclusive_group()
     exclusion.add_argument(
         "--exclusion-block", nargs=2, type=_positive_int, metavar=("A", "B"),
-        help="ignore pairs within blocks of A x B atoms (e.g. 1 1 drops self pairs; "
-        "default: 1 1 for the demo data, none otherwise)",
+        help="ignore pairs within blocks of A x B atoms (1 1 drops self pairs). Default: "
+        "when -s1 and -s2 select the same atoms, 1 1 (self pairs, at r = 0, are not "
+        "counted; see --keep-self-pairs), otherwise none",
     )
     exclusion.add_argument(
         "--exclude-same", choices=("residue", "segment", "chain"),
         help="ignore pairs within the same residue, segment or chain",
+    )
+    exclusion.add_argument(
+        "--keep-self-pairs", action="store_true",
+        help="when -s1 and -s2 select the same atoms, count each atom with itself too "
+        "(distance 0, in the first bin) instead of excluding self pairs",
     )
 
     frames = parser.add_argument_group("frames")
@@ -137,7 +189,9 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: %(default)s)",
     )
     output.add_argument(
-        "--plot", type=Path, metavar="FILE", help="also plot g(r) to FILE (e.g. rdf.png)"
+        "--plot", type=Path, metavar="FILE",
+        help="also plot g(r) to FILE, in the format its suffix names (e.g. rdf.png, rdf.pdf, "
+        "rdf.svg; needs matplotlib)",
     )
     output.add_argument(
         "--coordination", action="store_true",
@@ -164,6 +218,7 @@ def _check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
         parser.error(f"--range needs 0 <= RMIN < RMAX, got {rmin:g} {rmax:g}")
     if args.output.suffix.lower() not in OUTPUT_SUFFIXES:
         parser.error(f"--output must end in .csv, .npz, .h5 or .hdf5, got {str(args.output)!r}")
+    _check_writable(parser, "--output", args.output)
     if args.output.suffix.lower() in (".h5", ".hdf5"):
         try:
             import h5py  # noqa: F401
@@ -174,20 +229,99 @@ def _check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
         parser.error("--n-workers needs a parallel --backend (multiprocessing, dask, ...)")
     if args.coordination and args.plot is None:
         parser.error("--coordination needs --plot FILE")
+    if args.plot is not None:
+        _check_plot(parser, args.plot)
+        _check_writable(parser, "--plot", args.plot)
+    if args.device.startswith("cuda"):
+        problem = _cuda_problem(args.device, in_this_process=args.backend == "serial")
+        if problem is not None:
+            parser.error(f"--device {args.device}: {problem}; use --device cpu or --device auto")
+
+
+def _check_writable(parser: argparse.ArgumentParser, option: str, path: Path) -> None:
+    """Fail before any computation when `path` cannot be written."""
+    directory = path.parent
+    if path.is_dir():
+        parser.error(f"{option}: {str(path)!r} is a directory; give a file name")
+    if not directory.is_dir():
+        what = "is not a directory" if directory.exists() else "does not exist"
+        parser.error(f"{option}: cannot write {str(path)!r}: the directory "
+                     f"{str(directory)!r} {what}")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        parser.error(f"{option}: cannot write {str(path)!r}: the directory "
+                     f"{str(directory)!r} is not writable")
+    if path.exists() and not os.access(path, os.W_OK):
+        parser.error(f"{option}: cannot write {str(path)!r}: the file is not writable")
+
+
+def _check_plot(parser: argparse.ArgumentParser, path: Path) -> None:
+    """--plot needs matplotlib and a file suffix that matplotlib writes."""
+    try:
+        from matplotlib.backend_bases import FigureCanvasBase
+    except ImportError:
+        parser.error("--plot needs matplotlib: `pip install matplotlib`")
+    formats = FigureCanvasBase.get_supported_filetypes()
+    suffix = path.suffix.lower().lstrip(".")
+    if suffix not in formats:
+        known = ", ".join(f".{s}" for s in sorted(formats))
+        parser.error(f"--plot: {str(path)!r} must end in a format matplotlib writes "
+                     f"({known})")
+
+
+_CUDA_CHECK = """
+import json
+from mdakit_fastrdf.engine import cuda_devices, cuda_unavailable_reason
+why = cuda_unavailable_reason()
+print(json.dumps({"why": why, "count": 0 if why else len(cuda_devices())}))
+"""
+
+
+def _cuda_problem(device: str, in_this_process: bool) -> str | None:
+    """Why `device` ('cuda:N') cannot run here, or None; checked before any frame runs.
+
+    A serial run initialises CUDA here as its first frame would; for a parallel backend the
+    check runs in a separate interpreter, so that no CUDA state is created in this process
+    before it forks its workers.
+    """
+    index = int(device.partition(":")[2] or 0)
+    if in_this_process:
+        from mdakit_fastrdf.engine import cuda_devices, cuda_unavailable_reason
+
+        why = cuda_unavailable_reason()
+        count = 0 if why else len(cuda_devices())
+    else:
+        try:
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+            proc = subprocess.run([sys.executable, "-c", _CUDA_CHECK], capture_output=True,
+                                  text=True, timeout=300, check=True, env=env)
+            import json
+
+            found = json.loads(proc.stdout.strip().splitlines()[-1])
+        except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+            return None  # cannot tell here: the workers report it
+        why, count = found["why"], found["count"]
+    if why is not None:
+        return why
+    if index >= count:
+        return f"no GPU {index} here ({count} CUDA device{'s' if count != 1 else ''} found)"
+    return None
 
 
 def _backend(text: str) -> str:
     name = text.strip()
     if not name:
-        raise argparse.ArgumentTypeError("the backend name is empty")
+        raise argparse.ArgumentTypeError(f"expected a backend name, got {text!r}")
     return name
 
 
 def _blocks(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
     if value < 2:
         raise argparse.ArgumentTypeError(
-            f"needs at least 2 blocks to estimate an error, got {text}")
+            f"expected an integer of at least 2 (blocks to estimate an error from), got {text!r}")
     return value
 
 
@@ -197,7 +331,13 @@ def _device(text: str) -> str:
     try:
         return validate_device(text)
     except (TypeError, ValueError) as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+        # the engine's message starts with "device='cuda': ..." when it names the value
+        message = re.sub(r"^device=('[^']*'|\"[^\"]*\"):\s*", "", str(exc))
+        if message == str(exc):
+            message = f"expected auto, cpu, cuda or cuda:N, got {text!r}"
+        else:
+            message = f"cannot use {text!r}: {cli_message(message)}"
+        raise argparse.ArgumentTypeError(message) from None
 
 
 def cuda_line() -> str:
@@ -304,6 +444,56 @@ def write_plot(path: Path, rdf, args: argparse.Namespace) -> None:
     fig.savefig(path, dpi=150)
 
 
+def _default_exclusion(args: argparse.Namespace, g1: mda.AtomGroup, g2: mda.AtomGroup) -> str:
+    """Exclude self pairs when both selections are the same atoms (unless told otherwise).
+
+    Sets ``args.exclusion_block`` to ``[1, 1]`` when -s1 and -s2 select the same atoms in the
+    same order and neither --exclusion-block, --exclude-same nor --keep-self-pairs is given.
+    Returns the line of the summary that says which pairs are left out.
+    """
+    same = len(g1) == len(g2) and np.array_equal(g1.ix, g2.ix)
+    if args.exclude_same is not None:
+        return f"pairs within the same {args.exclude_same}"
+    if args.exclusion_block is not None:
+        a, b = args.exclusion_block
+        return f"pairs within blocks of {a} x {b} atoms (--exclusion-block {a} {b})"
+    if same and not args.keep_self_pairs:
+        args.exclusion_block = [1, 1]
+        return ("self pairs (-s1 and -s2 select the same atoms: exclusion block 1 1; "
+                "--keep-self-pairs counts them)")
+    if same:
+        return "none (--keep-self-pairs: each atom with itself is counted at r = 0)"
+    shared = int(np.isin(g1.ix, g2.ix).sum())
+    if shared:
+        return (f"none ({shared} atoms are in both groups: their self pairs are counted "
+                "at r = 0)")
+    return "none"
+
+
+def _check_box(args: argparse.Namespace, universe: mda.Universe) -> None:
+    """--norm rdf needs a box: check the first frame to analyse before computing."""
+    if args.norm != "rdf":
+        return
+    from mdakit_fastrdf.engine import NO_BOX, prepare_box
+
+    traj = universe.trajectory
+    frames = range(len(traj))[slice(args.start, args.stop, args.step)]
+    if len(frames) == 0:
+        return  # the analysis reports an empty frame selection itself
+    ts = traj[frames[0]]
+    try:
+        no_box = prepare_box(ts.dimensions).kind == NO_BOX
+    except ValueError:
+        return  # an invalid box: the analysis reports it
+    if no_box:
+        source = args.trajectory or args.topology
+        raise CLIError(
+            f"--norm rdf needs the box volume, but {Path(source).name} has no box (frame "
+            f"{ts.frame}: dimensions={ts.dimensions}); use --norm density or --norm none, "
+            "or give a topology or trajectory file that stores the box"
+        )
+
+
 def run(args: argparse.Namespace) -> None:
     """Compute the RDF described by parsed command-line `args` and write the outputs."""
     from mdakit_fastrdf import InterRDF
@@ -315,14 +505,12 @@ def run(args: argparse.Namespace) -> None:
         except ImportError:
             raise CLIError("--plot needs matplotlib: `pip install matplotlib`") from None
 
-    demo = args.topology is None
     universe = _load_universe(args)
     args.select2 = args.select1 if args.select2 is None else args.select2
     g1 = _select(universe, args.select1)
     g2 = _select(universe, args.select2)
-    if demo and args.exclusion_block is None and args.exclude_same is None and g1 == g2:
-        args.exclusion_block = [1, 1]
-        print("Excluding self pairs (exclusion block 1 1).")
+    exclusion = _default_exclusion(args, g1, g2)
+    _check_box(args, universe)
 
     rdf = InterRDF(
         g1, g2, nbins=args.nbins, range=tuple(args.range), norm=args.norm,
@@ -355,6 +543,7 @@ def run(args: argparse.Namespace) -> None:
     rate = len(g1) * len(g2) * n_frames / wall if wall > 0 else float("inf")
     print(f"System     : {len(g1)} x {len(g2)} atoms "
           f"({args.select1!r} x {args.select2!r}), {n_frames} frames")
+    print(f"Exclusion  : {exclusion}")
     print(f"First peak : {peak} at r = {r_peak:.3f} Å")
     print(f"Run time   : {wall:.3f} s ({args.precision} precision, device {args.device})")
     print(f"Throughput : {rate:.3e} pair distances per second")
@@ -391,8 +580,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     _check_args(parser, args)
     try:
         run(args)
-    except Exception as exc:  # report any failure as a message, not a traceback
-        message = str(exc) or type(exc).__name__
+    except Exception as exc:  # noqa: BLE001 - any failure is a message, not a traceback
+        message = cli_message(str(exc)) or type(exc).__name__
         print(f"{PROG}: error: {message}", file=sys.stderr)
         return 1
     return 0
