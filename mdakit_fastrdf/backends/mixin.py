@@ -1,0 +1,107 @@
+"""The analyses' side: :class:`ParallelAnalysisMixin` (``run()`` with this package's
+backends) and the short names of the backends."""
+
+from __future__ import annotations
+
+from MDAnalysis.analysis.backends import BackendSerial
+
+from ..engine import available_cpus
+from .base import _OwnBackend
+from .dask_backend import DaskDistributedBackend, _default_client
+from .node import NodeBackend
+
+__all__ = ["ParallelAnalysisMixin"]
+
+
+def _resolve_backend(backend, n_workers):
+    """Map the short names of this package's backends to backend objects."""
+    if isinstance(backend, str):
+        name = backend.lower()
+        if name == "node":
+            return NodeBackend(n_workers=n_workers)
+        if name == "dask" and _default_client() is not None:
+            return DaskDistributedBackend(n_workers=n_workers)
+    return backend
+
+
+class ParallelAnalysisMixin:
+    """Parallel runs for the analyses of this package (mixed in before ``AnalysisBase``).
+
+    Adds the ``'node'`` backend and dask clients to MDAnalysis's backends, accepts this
+    package's backend objects without ``unsupported_backend=True``, shows a progress bar
+    over frames with them (``verbose=True``), and shares the cores among the workers of
+    MDAnalysis's own backends. Classes using it keep their per-worker threads in
+    ``self.n_threads`` (explicit) and ``self._worker_threads`` (used by the engine).
+    """
+
+    _analysis_algorithm_is_parallelizable = True
+
+    @classmethod
+    def get_supported_backends(cls):
+        """Parallel backends of :meth:`run`: ``('serial', 'multiprocessing', 'dask',
+        'node')``; also :class:`~mdakit_fastrdf.backends.NodeBackend` and
+        :class:`~mdakit_fastrdf.backends.DaskDistributedBackend` objects."""
+        return ("serial", "multiprocessing", "dask", "node")
+
+    def run(self, start=None, stop=None, step=None, frames=None, verbose=None, n_workers=None,
+            n_parts=None, backend=None, *, unsupported_backend=False, progressbar_kwargs=None):
+        """Perform the calculation (see :meth:`MDAnalysis.analysis.base.AnalysisBase.run`).
+
+        Parameters
+        ----------
+        backend : str or BackendBase, optional
+            ``'serial'`` (default), ``'multiprocessing'``, ``'dask'`` (on the active
+            ``dask.distributed`` client when there is one, see
+            :class:`~mdakit_fastrdf.backends.DaskDistributedBackend`), ``'node'`` (every GPU
+            and CPU socket, :class:`~mdakit_fastrdf.backends.NodeBackend`) or a backend
+            object.
+        n_workers : int, optional
+            Worker processes. With MDAnalysis's backends the cores are shared among them
+            (unless ``n_threads`` was given); with ``'node'`` it caps the planned workers.
+        n_parts : int, optional
+            Parts the frames are cut into. The node and dask-client backends default to
+            many small parts (dynamic load balancing).
+        verbose : bool, optional
+            Progress bar over frames: in the caller with the node and dask-client backends,
+            per frame with ``'serial'`` (MDAnalysis allows no bar with its other backends).
+
+        Other parameters are those of MDAnalysis's ``run``.
+        """
+        explicit = isinstance(backend, _OwnBackend)
+        backend = _resolve_backend("serial" if backend is None else backend, n_workers)
+        if isinstance(backend, _OwnBackend):
+            if explicit and n_workers is not None and n_workers != backend.n_workers:
+                raise ValueError(
+                    f"n_workers specified twice: {backend.n_workers} in the backend object and "
+                    f"{n_workers} in run(); remove it from run()")
+            self._worker_threads = self.n_threads
+            if n_parts is None:
+                n_frames = len(self._setup_computation_groups(
+                    1, start=start, stop=stop, step=step, frames=frames)[0])
+                n_parts = backend.parts_for(n_frames)
+            verbose = getattr(self, "_verbose", False) if verbose is None else verbose
+            backend._progress = (bool(verbose), dict(progressbar_kwargs or {}))
+            try:
+                return super().run(start=start, stop=stop, step=step, frames=frames,
+                                   verbose=False, n_workers=None, n_parts=n_parts,
+                                   backend=backend, unsupported_backend=unsupported_backend,
+                                   progressbar_kwargs=None)
+            finally:
+                backend._progress = (False, {})
+        if self.n_threads is None and n_workers and n_workers > 1 and not isinstance(
+                backend, BackendSerial) and backend != "serial":
+            self._worker_threads = max(1, available_cpus() // n_workers)
+        else:
+            self._worker_threads = self.n_threads
+        return super().run(start=start, stop=stop, step=step, frames=frames, verbose=verbose,
+                           n_workers=n_workers, n_parts=n_parts, backend=backend,
+                           unsupported_backend=unsupported_backend,
+                           progressbar_kwargs=progressbar_kwargs)
+
+    def _configure_backend(self, backend, n_workers, unsupported_backend=False):
+        if isinstance(backend, _OwnBackend):
+            if any(not t.parallelizable for t in self._trajectory.transformations):
+                raise ValueError(
+                    "Trajectory should not have associated unparallelizable transformations")
+            return backend
+        return super()._configure_backend(backend, n_workers, unsupported_backend)

@@ -1,0 +1,380 @@
+"""The node backend (parent side): starts the planned workers, hands them parts from a
+queue, recomputes stragglers' parts, and stops the run on a failure."""
+
+from __future__ import annotations
+
+import collections
+import math
+import os
+import pickle
+import signal
+import time
+from dataclasses import dataclass, field
+
+from .base import _analysis_of, _OwnBackend, _quiet
+from .errors import RemoteTraceback, WorkerDiedError, WorkerError
+from .planning import _AUTO, WorkerSpec, _check_auto_int, _fmt_cpus, plan_workers
+from .topology import NodeTopology, detect_topology
+from .worker import _worker_main
+
+__all__ = ["NodeBackend"]
+
+
+@dataclass
+class _Worker:
+    spec: WorkerSpec
+    proc: object
+    conn: object
+    status: str = "starting"  # starting, idle, busy, stopped, ended
+    part: int | None = None
+    t0: float = 0.0
+    pid: int | None = None
+    cpus: list = field(default_factory=list)
+    parts: int = 0
+    frames: int = 0
+    busy_s: float = 0.0
+    duplicates: int = 0
+    devices_used: set = field(default_factory=set)
+
+    def rate(self):
+        return self.frames / self.busy_s if self.busy_s > 0 else None
+
+
+class NodeBackend(_OwnBackend):
+    r"""All GPUs and CPU sockets of one node, with dynamic load balancing.
+
+    Selected with ``run(backend='node')`` (options at their defaults, ``n_workers`` caps
+    the number of workers) or by passing an instance, ``run(backend=NodeBackend(...))``.
+
+    Parameters
+    ----------
+    n_workers : int, optional
+        Total number of workers (GPU workers first, then CPU workers). Default: as the
+        other options say.
+    gpus : 'auto', None, int or list of int, optional
+        GPUs to use, one worker each: ``'auto'`` (default) all GPUs this process sees
+        (counted without initialising CUDA: ``CUDA_VISIBLE_DEVICES``, the NVIDIA driver's
+        ``/proc`` entries or ``nvidia-smi -L``; none when this build has no CUDA kernels),
+        a count (the first ``n``), a list of indices, or None for no GPU workers.
+    cpu_workers : 'auto' or int, optional
+        Number of CPU worker processes. ``'auto'``: two per socket / NUMA node on the cores
+        left after reserving one core per GPU worker (one if a single core is left), so that
+        one worker reads its next frame while the other computes.
+    threads_per_worker : 'auto' or int, optional
+        CPU threads of each CPU worker (``'auto'``: one per physical core of its block).
+        An analysis's own ``n_threads`` wins over this.
+    hybrid : 'auto', bool, optional
+        CPU workers beside GPU workers. ``'auto'``: yes, unless the analysis asks for
+        ``device='cuda'``; ``False`` leaves the CPUs to the GPU workers. On a CPU-only node
+        the CPU workers always run.
+    part_frames : 'auto' or int, optional
+        Frames per part taken from the queue. ``'auto'``: eight parts per worker. Smaller
+        parts balance better; each part costs one message and one setup of the analysis in
+        the worker (no extra frame read: workers skip MDAnalysis's rewind at the end of a
+        part). An explicit ``run(n_parts=...)`` wins.
+    start_method : {None, 'fork', 'spawn', 'forkserver'}, optional
+        How CPU workers start (default ``'fork'`` on Linux: fast, and safe because the
+        parent never initialises CUDA for this backend).
+    gpu_start_method : {'spawn', 'forkserver'}, optional
+        How GPU workers start; never ``'fork'`` (CUDA does not survive a fork).
+    pin : bool, optional
+        Pin each worker to its cores with :func:`os.sched_setaffinity` (default True).
+    topology : NodeTopology, optional
+        The node to plan for (default: read from ``/sys/devices/system`` and the GPU count).
+
+    Notes
+    -----
+    **Binding.** Each worker process calls
+    :func:`mdakit_fastrdf.engine.set_worker_placement` before it unpickles the analysis.
+    In a GPU worker bound to GPU ``k``, the analysis's ``device='auto'`` runs on GPU ``k``
+    (the CPU for frames below :data:`~mdakit_fastrdf.engine.AUTO_GPU_MIN_PAIRS` pairs) and
+    ``device='cuda[:N]'`` on GPU ``k``; choose GPUs with `gpus`. In a CPU worker ``'auto'``
+    runs on the CPU with the worker's threads. ``device='cpu'`` plans CPU workers only,
+    ``device='cuda'`` GPU workers only.
+
+    **Load balancing.** The frames are cut into parts; each worker asks for the next part
+    when it has finished one. When the queue is empty, an idle worker recomputes a part that
+    another worker has been busy with for more than 1.5 times what the idle worker needs for
+    it (measured rates), and the first copy to finish counts: a slow CPU worker cannot hold
+    back the end of a run (CADISHI saw this tail in its hybrid runs).
+
+    **Failures.** See the module documentation: exceptions are raised in the caller with the
+    worker's traceback, a dead worker raises :class:`WorkerDiedError` as soon as its process
+    ends, Ctrl-C terminates all workers. Workers also die with the calling process.
+
+    After a run, :attr:`last_run` describes the workers (pid, cpus, parts, frames, busy
+    seconds, duplicates, and ``devices_used``: the devices their engines really ran on,
+    e.g. ``['cuda:1']``) and the wall time.
+
+    Examples
+    --------
+    ::
+
+        rdf = InterRDF(ow, ow).run(backend="node")                    # every GPU and socket
+        rdf = InterRDF(ow, ow).run(backend=NodeBackend(gpus=[0, 1], hybrid=False))
+        rdf = InterRDF(ow, ow, device="cpu").run(backend=NodeBackend(cpu_workers=4))
+    """
+
+    def __init__(self, n_workers=None, *, gpus=_AUTO, cpu_workers=_AUTO,
+                 threads_per_worker=_AUTO, hybrid=_AUTO, part_frames=_AUTO, start_method=None,
+                 gpu_start_method="spawn", pin=True, topology=None, _gpu_standin=False):
+        if topology is not None and not isinstance(topology, NodeTopology):
+            raise TypeError(f"topology must be a NodeTopology or None, got {type(topology).__name__}")
+        if not isinstance(pin, bool):
+            raise TypeError(f"pin must be True or False, got {pin!r}")
+        self.part_frames = _check_auto_int("part_frames", part_frames, 1,
+                                           "it is the number of frames per part")
+        self.topology = topology if topology is not None else detect_topology()
+        self.options = {"gpus": gpus, "cpu_workers": cpu_workers,
+                        "threads_per_worker": threads_per_worker, "hybrid": hybrid,
+                        "n_workers": n_workers, "start_method": start_method,
+                        "gpu_start_method": gpu_start_method,
+                        "gpu_standin": bool(_gpu_standin)}
+        self.pin = pin
+        self.specs = self.plan("auto")
+        self.last_run = None
+        super().__init__(len(self.specs))
+
+    def plan(self, device="auto") -> list:
+        """The workers for an analysis with this `device` (a list of :class:`WorkerSpec`)."""
+        return plan_workers(self.topology, device=device, **self.options)
+
+    def parts_for(self, n_frames: int) -> int:
+        """Parts to cut ``n_frames`` into: ``part_frames`` each, or (``'auto'``) eight per
+        worker, so that a worker that runs faster (a GPU beside CPU workers, or a core that
+        shares less with its neighbours) takes more of them. A part costs a message and the
+        analysis's set-up, no extra frame read (workers do not rewind the trajectory)."""
+        if self.part_frames != _AUTO:
+            return max(1, math.ceil(n_frames / self.part_frames))
+        return max(1, min(n_frames, 8 * self.n_workers))
+
+    def describe(self, device="auto") -> str:
+        """The plan as text, one worker per line."""
+        t = self.topology
+        head = (f"node: {len(t.groups)} CPU group(s) ({t.source}): "
+                + "; ".join(f"{g.name} cpus {_fmt_cpus(g.cpus)} ({g.n_cores} cores)" for g in t.groups)
+                + f"; {t.n_gpus} GPU(s) ({t.gpu_source or t.source})")
+        return "\n".join([head] + ["  " + s.describe() for s in self.plan(device)])
+
+    def __repr__(self):
+        return f"NodeBackend(n_workers={self.n_workers}, {self.options!r})"
+
+    # -- running -------------------------------------------------------------------------
+    def apply(self, func, computations):
+        """Run ``func`` on every computation (part of the frames) on the planned workers and
+        return the results in order."""
+        import multiprocessing as mp
+        from multiprocessing.connection import wait
+
+        computations = list(computations)
+        n = len(computations)
+        if n == 0:
+            return []
+        analysis = _analysis_of(func)
+        device = getattr(analysis, "device", "auto")
+        specs = self.plan(device if isinstance(device, str) else "auto")[:n]
+        payload = pickle.dumps(_quiet(func), protocol=pickle.HIGHEST_PROTOCOL)
+        sizes = [len(c) for c in computations]
+        pending = collections.deque(range(n))
+        results = [None] * n
+        owners = collections.defaultdict(set)
+        done = [False] * n
+        n_done = 0
+        workers: list[_Worker] = []
+        t_start = time.perf_counter()
+        bar = self._progress_bar(sum(sizes))
+        stats = {"duplicates_started": 0, "duplicates_won": 0}
+        dup_assigned = set()
+        ok = False
+        try:
+            for spec in specs:
+                ctx = mp.get_context(spec.start_method)
+                parent_conn, child_conn = ctx.Pipe(duplex=True)
+                proc = ctx.Process(target=_worker_main, name=f"mdakit-fastrdf-{spec.rank}",
+                                   args=(child_conn, spec, payload, self.pin, os.getpid()),
+                                   daemon=True)
+                proc.start()
+                child_conn.close()
+                workers.append(_Worker(spec, proc, parent_conn))
+            del payload
+
+            def assign(w, now):
+                if pending:
+                    idx = pending.popleft()
+                else:
+                    idx = self._straggler(w, workers, done, owners, sizes, now)
+                    if idx is None:
+                        w.status = "idle"
+                        return
+                    stats["duplicates_started"] += 1
+                    w.duplicates += 1
+                    dup_assigned.add((w.spec.rank, idx))
+                owners[idx].add(w.spec.rank)
+                w.status, w.part, w.t0 = "busy", idx, now
+                try:
+                    w.conn.send(("part", idx, computations[idx]))
+                except OSError:  # it died since its last message
+                    w.proc.join(2.0)
+                    self._raise_died(w, computations)
+
+            while n_done < n:
+                live = [w for w in workers if w.status not in ("stopped", "ended")]
+                idle = any(w.status == "idle" for w in live)
+                objs = [w.conn for w in live] + [w.proc.sentinel for w in live]
+                ready = wait(objs, timeout=0.05 if idle else 1.0)
+                now = time.perf_counter()
+                for w in live:
+                    if w.conn in ready or w.proc.sentinel in ready:
+                        while n_done < n and self._poll(w.conn):
+                            try:
+                                msg = w.conn.recv()
+                            except (EOFError, OSError):  # its end of the pipe closed
+                                w.proc.join(2.0)
+                                self._raise_died(w, computations)
+                            kind = msg[0]
+                            if kind == "ready":
+                                w.pid, w.cpus = msg[2]["pid"], msg[2]["cpus"]
+                                assign(w, now)
+                            elif kind == "done":
+                                _, idx, res, secs, used = msg
+                                if used is not None:
+                                    w.devices_used.add(used)
+                                w.parts += 1
+                                w.frames += sizes[idx]
+                                w.busy_s += secs
+                                w.part = None
+                                if not done[idx]:
+                                    done[idx] = True
+                                    results[idx] = res
+                                    n_done += 1
+                                    if (w.spec.rank, idx) in dup_assigned:
+                                        stats["duplicates_won"] += 1
+                                    if bar is not None:
+                                        bar.update(sizes[idx])
+                                if n_done < n:
+                                    assign(w, now)
+                                else:
+                                    w.status = "idle"
+                            elif kind == "error":
+                                self._raise_remote(w, msg, computations)
+                        if w.proc.sentinel in ready and n_done < n and not self._poll(w.conn):
+                            w.proc.join(2.0)
+                            self._raise_died(w, computations)
+                for w in live:
+                    if w.status == "idle" and n_done < n:
+                        assign(w, now)
+            ok = True
+        finally:
+            self._shutdown(workers, graceful=ok)
+            if bar is not None:
+                bar.close()
+            self.last_run = {
+                "wall_s": time.perf_counter() - t_start,
+                "n_parts": n,
+                "n_frames": sum(sizes),
+                **stats,
+                "workers": [
+                    {"rank": w.spec.rank, "kind": w.spec.kind, "device": w.spec.device,
+                     "n_threads": w.spec.n_threads, "start_method": w.spec.start_method,
+                     "pid": w.pid, "cpus": w.cpus, "parts": w.parts, "frames": w.frames,
+                     "busy_s": w.busy_s, "duplicates": w.duplicates,
+                     "devices_used": sorted(w.devices_used)}
+                    for w in workers],
+            }
+        return results
+
+    @staticmethod
+    def _poll(conn):
+        try:
+            return conn.poll()
+        except (OSError, EOFError):
+            return False
+
+    @staticmethod
+    def _straggler(w, workers, done, owners, sizes, now):
+        """A part worth recomputing on idle worker ``w``, or None."""
+        rate_w = w.rate()
+        if rate_w is None:
+            return None
+        best, best_remaining = None, 0.0
+        for o in workers:
+            if o is w or o.status != "busy" or o.part is None:
+                continue
+            idx = o.part
+            if done[idx] or len(owners[idx]) > 1:
+                continue
+            elapsed = now - o.t0
+            rate_o = o.rate()
+            remaining = sizes[idx] / rate_o - elapsed if rate_o else elapsed
+            if remaining > 1.5 * sizes[idx] / rate_w + 0.05 and remaining > best_remaining:
+                best, best_remaining = idx, remaining
+        return best
+
+    def _frames_text(self, computations, idx):
+        if idx is None:
+            return "before its first part"
+        fr = computations[idx][:, 1]
+        return f"on frames {fr[0]}..{fr[-1]} (part {idx})" if len(fr) else f"on part {idx}"
+
+    def _raise_remote(self, w, msg, computations):
+        _, idx, tname, text, tb, blob = msg
+        where = (f"node backend {w.spec.describe()}, pid {w.pid}, "
+                 f"{self._frames_text(computations, idx)}")
+        exc = None
+        if blob is not None:
+            try:
+                exc = pickle.loads(blob)
+            except Exception:  # noqa: BLE001 - not unpicklable here: raise a WorkerError
+                exc = None
+        if isinstance(exc, BaseException):
+            if hasattr(exc, "add_note"):
+                exc.add_note(f"raised in {where}")
+            raise exc from RemoteTraceback(f"\n\"\"\"\nTraceback in {where}:\n{tb}\"\"\"")
+        raise WorkerError(f"{tname}: {text}\n(raised in {where})\n\nWorker traceback:\n{tb}")
+
+    def _raise_died(self, w, computations):
+        code = w.proc.exitcode
+        if code is not None and code < 0:
+            try:
+                how = f"was killed by signal {signal.Signals(-code).name}"
+            except ValueError:
+                how = f"was killed by signal {-code}"
+        elif code is None:
+            how = "closed its connection"
+        else:
+            how = f"exited with code {code}"
+        doing = (self._frames_text(computations, w.part) if w.status == "busy"
+                 else "while starting (see its output above)" if w.status == "starting"
+                 else "while idle")
+        hint = ""
+        if code == -signal.SIGKILL:
+            hint = " A SIGKILL often means the operating system ran out of memory (dmesg)."
+        raise WorkerDiedError(
+            f"node backend {w.spec.describe()}, pid {w.pid or w.proc.pid}, {how} {doing}; "
+            f"the run was stopped and no result was produced.{hint}")
+
+    @staticmethod
+    def _shutdown(workers, graceful):
+        for w in workers:
+            if w.proc.exitcode is not None:
+                continue
+            if graceful and w.status in ("idle", "starting") and w.status != "busy":
+                try:
+                    w.conn.send(("stop",))
+                    w.status = "stopped"
+                    continue
+                except (OSError, ValueError):
+                    pass
+            w.proc.terminate()
+        deadline = time.monotonic() + 5.0
+        for w in workers:
+            w.proc.join(max(0.0, deadline - time.monotonic()))
+        for w in workers:
+            if w.proc.exitcode is None:
+                w.proc.kill()
+                w.proc.join(1.0)
+            try:
+                w.conn.close()
+            except Exception:  # noqa: BLE001, S110 - closing anyway
+                pass
+            w.status = "ended"

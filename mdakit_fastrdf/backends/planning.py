@@ -1,0 +1,231 @@
+"""Planning a node backend run: the workers (:class:`WorkerSpec`, :func:`plan_workers`) and
+the checks of the backends' options."""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+from .topology import NodeTopology
+
+__all__ = ["WorkerSpec", "plan_workers"]
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """One worker of a :class:`NodeBackend` run.
+
+    ``kind`` is ``'gpu'`` or ``'cpu'``; ``device`` the device it is bound to (``'cuda:k'``
+    or ``'cpu'``); ``cpus`` the logical CPUs it is pinned to; ``n_threads`` the CPU threads
+    of its kernel; ``start_method`` how its process starts.
+    """
+
+    rank: int
+    kind: str
+    device: str
+    cpus: tuple
+    n_threads: int
+    start_method: str
+    engine_device: str | None = None  # differs from device only for CPU stand-ins of GPUs
+
+    def describe(self) -> str:
+        cpus = _fmt_cpus(self.cpus)
+        return (f"worker {self.rank} ({self.kind}, {self.device}, {self.n_threads} "
+                f"thread{'s' if self.n_threads != 1 else ''}, cpus {cpus}, {self.start_method})")
+
+
+def _fmt_cpus(cpus):
+    cpus = sorted(cpus)
+    if not cpus:
+        return "-"
+    out, lo, prev = [], cpus[0], cpus[0]
+    for c in cpus[1:] + [None]:
+        if c is not None and c == prev + 1:
+            prev = c
+            continue
+        out.append(f"{lo}-{prev}" if prev > lo else f"{lo}")
+        if c is not None:
+            lo = prev = c
+    return ",".join(out)
+
+
+_AUTO = "auto"
+_START_METHODS = ("fork", "spawn", "forkserver")
+
+
+def _check_auto_int(name, value, minimum, fix):
+    if isinstance(value, str) and value == _AUTO:
+        return _AUTO
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be 'auto' or an integer, got {value!r}; {fix}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum} (or 'auto'), got {value}; {fix}")
+    return int(value)
+
+
+def _check_gpus(gpus, n_visible, source):
+    """Normalise the ``gpus`` option to a list of device indices."""
+    if gpus is None:
+        return []
+    if isinstance(gpus, str):
+        if gpus == _AUTO:
+            return list(range(n_visible))
+        raise ValueError(f"gpus must be 'auto', None, a count or a list of GPU indices, got {gpus!r}")
+    if isinstance(gpus, bool):
+        raise TypeError(f"gpus must be 'auto', None, a count or a list of GPU indices, got {gpus!r}")
+    if isinstance(gpus, numbers.Integral):
+        if gpus < 0:
+            raise ValueError(f"gpus={gpus}: a count of GPUs must be >= 0")
+        if gpus > n_visible:
+            raise ValueError(
+                f"gpus={gpus}, but this process sees {n_visible} GPU(s) ({source}); use "
+                f"gpus='auto' or at most {n_visible}")
+        return list(range(int(gpus)))
+    try:
+        ids = list(gpus)
+    except TypeError:
+        raise TypeError(f"gpus must be 'auto', None, a count or a list of GPU indices, got {gpus!r}") from None
+    for g in ids:
+        if isinstance(g, bool) or not isinstance(g, numbers.Integral):
+            raise TypeError(f"gpus={gpus!r}: GPU indices must be integers (0, 1, ...)")
+        if not 0 <= g < n_visible:
+            raise ValueError(
+                f"gpus={gpus!r}: there is no GPU {g}; this process sees {n_visible} GPU(s) "
+                f"({source}), numbered 0..{n_visible - 1} (after CUDA_VISIBLE_DEVICES)")
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"gpus={gpus!r}: each GPU may appear once (one worker per GPU)")
+    return [int(g) for g in ids]
+
+
+def plan_workers(topology: NodeTopology, *, device="auto", gpus=_AUTO, cpu_workers=_AUTO,
+                 threads_per_worker=_AUTO, hybrid=_AUTO, n_workers=None, start_method=None,
+                 gpu_start_method="spawn", gpu_standin=False) -> list:
+    """Decide the workers of a :class:`NodeBackend` run on ``topology``.
+
+    GPU workers come first, one per GPU in `gpus`, each pinned to one core of its own,
+    taken in turn from the CPU groups (sockets / NUMA nodes). The remaining cores of each
+    group go to its CPU workers (two per group by default, so that one reads and prepares
+    a frame while the other computes; one when the group has a single free core), split
+    into contiguous blocks of cores, one thread per physical core. See
+    :class:`NodeBackend` for the options. Returns a list of :class:`WorkerSpec`.
+    """
+    cpu_workers = _check_auto_int("cpu_workers", cpu_workers, 0,
+                                  "it is the number of CPU worker processes")
+    threads_per_worker = _check_auto_int("threads_per_worker", threads_per_worker, 1,
+                                         "it is the number of CPU threads of each CPU worker")
+    if n_workers is not None:
+        n_workers = _check_auto_int("n_workers", n_workers, 1, "it is the total number of workers")
+    if not (hybrid == _AUTO or isinstance(hybrid, bool)):
+        raise TypeError(f"hybrid must be 'auto', True or False, got {hybrid!r}")
+    if start_method is not None and start_method not in _START_METHODS:
+        raise ValueError(f"start_method must be None, 'fork', 'spawn' or 'forkserver', got {start_method!r}")
+    if gpu_start_method not in ("spawn", "forkserver"):
+        raise ValueError(
+            f"gpu_start_method must be 'spawn' or 'forkserver', got {gpu_start_method!r}: "
+            "CUDA cannot be used in a process forked from one that may have used it")
+    import multiprocessing as mp
+
+    cpu_method = start_method or ("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+
+    device = str(device)
+    if device == "cpu":
+        if gpus not in (_AUTO, None, 0, [], ()):
+            raise ValueError(
+                f"gpus={gpus!r} with device='cpu': the analysis runs on the CPU only; use "
+                "device='auto' (or 'cuda') to use GPU workers, or leave gpus out")
+        gpu_ids = []
+    else:
+        gpu_ids = _check_gpus(gpus, topology.n_gpus, topology.gpu_source or topology.source)
+    if n_workers is not None:
+        gpu_ids = gpu_ids[:n_workers]
+    wants_gpu = device.startswith("cuda")
+    if wants_gpu and not gpu_ids:
+        raise ValueError(
+            f"device={device!r} needs GPU workers, but none are planned (GPUs seen: "
+            f"{topology.n_gpus}, {topology.gpu_source or 'none'}; gpus={gpus!r}). Use "
+            "device='auto' to run on the CPUs, or name the GPUs with gpus=[...]")
+    if hybrid == _AUTO:
+        use_cpu = not wants_gpu
+    else:
+        use_cpu = hybrid
+        if hybrid and wants_gpu:
+            raise ValueError(
+                f"hybrid=True adds CPU workers, but device={device!r} asks for every frame "
+                "on a GPU; use device='auto' for GPU and CPU workers, or hybrid=False")
+    if not gpu_ids:
+        if hybrid is False:
+            raise ValueError(
+                "hybrid=False leaves no workers: no GPU worker is planned (GPUs seen: "
+                f"{topology.n_gpus}); use hybrid='auto' or name GPUs with gpus=[...]")
+        use_cpu = True
+    if cpu_workers != _AUTO and cpu_workers > 0 and not use_cpu:
+        raise ValueError(
+            f"cpu_workers={cpu_workers} with hybrid={hybrid!r} and device={device!r}: CPU "
+            "workers run only in hybrid mode; pass hybrid=True (and device='auto')")
+
+    # free physical cores of each group (each a tuple of logical cpus)
+    free = [list(g.cores) if g.cores else [(c,) for c in g.cpus] for g in topology.groups]
+    specs = []
+    for k, gid in enumerate(gpu_ids):
+        order = sorted(range(len(free)), key=lambda g: (-len(free[g]), (g - k) % len(free)))
+        g = order[0]
+        if free[g]:
+            core = free[g].pop()
+        else:  # more GPUs than cores: share the group
+            core = tuple(c for c in topology.groups[k % len(free)].cpus)
+        specs.append(WorkerSpec(
+            len(specs), "gpu", f"cuda:{gid}", tuple(core), 1, gpu_start_method,
+            engine_device="cpu" if gpu_standin else f"cuda:{gid}"))
+
+    if use_cpu:
+        n_free = [len(f) for f in free]
+        total_free = sum(n_free)
+        if cpu_workers == _AUTO:
+            per_group = [min(2, n) for n in n_free]
+            if n_workers is not None:
+                per_group = _spread(n_workers - len(specs), n_free)
+        else:
+            if n_workers is not None and n_workers != len(specs) + cpu_workers:
+                raise ValueError(
+                    f"n_workers={n_workers} but {len(specs)} GPU worker(s) + cpu_workers="
+                    f"{cpu_workers}; give one of them, or make them agree")
+            if cpu_workers > total_free:
+                raise ValueError(
+                    f"cpu_workers={cpu_workers}, but only {total_free} core(s) are free for "
+                    f"CPU workers ({len(specs)} reserved for GPU workers); use at most "
+                    f"{total_free} or 'auto'")
+            per_group = _spread(cpu_workers, n_free)
+        for g, n in enumerate(per_group):
+            if n <= 0:
+                continue
+            cores = free[g]
+            for j in range(n):
+                lo, hi = (j * len(cores)) // n, ((j + 1) * len(cores)) // n
+                block = cores[lo:hi]
+                cpus = tuple(c for core in block for c in core)
+                threads = len(block) if threads_per_worker == _AUTO else threads_per_worker
+                specs.append(WorkerSpec(len(specs), "cpu", "cpu", cpus, max(1, threads),
+                                        cpu_method, engine_device="cpu"))
+    if not specs:
+        raise ValueError(
+            "no workers could be planned: no GPU and no free core "
+            f"(topology: {len(topology.groups)} group(s), {topology.n_cpus} cpu(s), "
+            f"{topology.n_gpus} GPU(s))")
+    return specs
+
+
+def _spread(n, capacity):
+    """``n`` workers over groups in turn, at most ``capacity[g]`` in group ``g``."""
+    out = [0] * len(capacity)
+    n = max(0, n)
+    if n > sum(capacity):
+        raise ValueError(
+            f"{n} CPU workers asked for, but only {sum(capacity)} core(s) are free; "
+            "ask for fewer workers")
+    g = 0
+    while n > 0:
+        if out[g] < capacity[g]:
+            out[g] += 1
+            n -= 1
+        g = (g + 1) % len(capacity)
+    return out

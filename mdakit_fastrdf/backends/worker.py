@@ -1,0 +1,120 @@
+"""The worker process of the node backend, and the helpers every backend worker process uses
+(its own progress-bar locks, death with its parent)."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import threading
+import time
+import traceback
+
+from ..engine import WorkerPlacement, set_worker_placement
+from .base import _PartResult
+from .planning import WorkerSpec
+
+
+def _die_with_parent():
+    """Ask Linux to kill this worker when the process that started it dies."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001, S110  # pragma: no cover - not Linux / no libc
+        pass
+
+
+_private_lock_pid = None
+
+
+def _private_progress_lock():
+    """Give this worker process progress-bar locks of its own (once per process).
+
+    tqdm, under MDAnalysis's ``ProgressBar``, guards its bars with a lock holding a
+    multiprocessing semaphore that is created once and inherited by forked processes, and
+    every part a worker computes creates and closes a bar (hidden or not). A worker killed
+    inside that short critical section (by the node backend when it stops a straggler's
+    duplicate or the other workers of a failed run, by the OOM killer, by a user) would
+    leave the semaphore taken for ever, and the next progress bar of the process that
+    called ``run()`` would wait on it for ever. A worker therefore never touches the shared
+    one; its own bars do not need to be coordinated with other processes.
+    """
+    global _private_lock_pid
+    pid = os.getpid()
+    if _private_lock_pid == pid:
+        return
+    from MDAnalysis.lib.log import ProgressBar
+    from tqdm import tqdm
+
+    lock = threading.RLock()
+    tqdm.set_lock(lock)
+    ProgressBar.set_lock(lock)
+    # any other bar class that made a lock of its own before the fork (tqdm.auto, ...)
+    todo = list(tqdm.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if "_lock" in vars(cls):
+            cls.set_lock(lock)
+    _private_lock_pid = pid
+
+
+def _worker_main(conn, spec: WorkerSpec, payload: bytes, pin: bool, parent_pid: int):
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it stops us on Ctrl-C
+    _die_with_parent()
+    # The caller died before prctl? A forked or spawned worker is the caller's child; one
+    # from a fork server is the server's child (the server dies with the caller, and this
+    # worker with the server), so there ask whether the caller still exists.
+    if spec.start_method == "forkserver":
+        try:
+            os.kill(parent_pid, 0)
+        except ProcessLookupError:
+            os._exit(1)
+        except PermissionError:  # pragma: no cover - exists, owned by another user
+            pass
+    elif os.getppid() != parent_pid:
+        os._exit(1)
+    idx = None
+    try:
+        if pin and spec.cpus and hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, spec.cpus)
+        set_worker_placement(WorkerPlacement(
+            device=spec.engine_device, n_threads=spec.n_threads, rank=spec.rank,
+            kind=spec.kind, bound_device=spec.device))
+        _private_progress_lock()
+        func = pickle.loads(payload)
+        del payload
+        cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+        conn.send(("ready", spec.rank, {"pid": os.getpid(), "cpus": cpus}))
+        while True:
+            msg = conn.recv()
+            if msg[0] == "stop":
+                break
+            _, idx, computation = msg
+            t0 = time.perf_counter()
+            obj = func(computation)
+            # the device the part really ran on (the engine's, once it has run a frame)
+            used = getattr(getattr(obj, "_engine", None), "device_used", None)
+            conn.send(("done", idx, _PartResult(obj), time.perf_counter() - t0, used))
+            idx = None
+    except (EOFError, BrokenPipeError, ConnectionResetError):
+        return  # the parent has gone or closed our pipe
+    except BaseException as exc:  # noqa: BLE001 - everything goes to the parent
+        tb = traceback.format_exc()
+        try:
+            blob = pickle.dumps(exc)
+            pickle.loads(blob)
+        except Exception:  # noqa: BLE001 - not picklable: the parent gets its text
+            blob = None
+        try:
+            conn.send(("error", idx, f"{type(exc).__module__}.{type(exc).__qualname__}",
+                       str(exc), tb, blob))
+        except Exception:  # noqa: BLE001, S110 - the parent has gone; it sees us end
+            pass
+    finally:
+        try:
+            conn.close()
+        except Exception:  # noqa: BLE001, S110 - closing anyway
+            pass
