@@ -15,6 +15,7 @@ from MDAnalysis.analysis import rdf as mda_rdf
 from conftest import load_universe, make_universe, random_positions_in_box
 
 from mdakit_fastrdf import InterRDF_s
+from mdakit_fastrdf.analysis import base as _base
 from mdakit_fastrdf.analysis import rdf_s as rdf_s_module
 from mdakit_fastrdf.backends.topology import CpuGroup, NodeTopology
 from mdakit_fastrdf.backends import NodeBackend
@@ -216,14 +217,14 @@ def test_parts_summed_in_place():
     one_set = sum(a.nbytes for a in parts[0])
     tracemalloc.start()
     try:
-        total = rdf_s_module._sum_arrays_lists(parts)
+        total = _base.sum_parts(parts)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     assert peak < 1.1 * one_set
     for k in range(2):
         np.testing.assert_array_equal(total[k], np.sum([p[k] for p in parts], axis=0))
-    assert rdf_s_module._sum_arrays_lists(parts[:1])[0] is parts[0][0]  # one part: no copy
+    assert _base.sum_parts(parts[:1])[0] is parts[0][0]  # one part: no copy
 
 
 def test_get_cdf_checks_its_memory(memprot, monkeypatch):

@@ -148,7 +148,34 @@ def test_plot_helpers(interrdf, species, sites):
     ax = species.plot(pairs=[("O", "H"), ("O", "O")], total=True, coordination=True)
     assert [line.get_label() for line in ax.lines[:3]] == ["O–H", "O–O", "total"]
     ax = mdakit_fastrdf.plot(sites, sites=[(0, 0, 1), (1, 1, 0)])
-    assert len([line for line in ax.lines if line.get_label().startswith(("0:", "1:"))]) == 2
+    labels = [line.get_label() for line in ax.lines]
+    i01 = sites.results.indices[0]
+    assert f"ags[0]: atom {i01[0][0]} – atom {i01[1][1]}" in labels
+    assert len([t for t in labels if t.startswith(("ags[0]:", "ags[1]:"))]) == 2
+    matplotlib.pyplot.close("all")
+
+
+def test_plot_says_what_is_drawn(interrdf, species, sites):
+    """The coordination axis names what is counted around what; the error band has a
+    legend entry; SpeciesRDF's default plot leaves out the self-pair bin at r = 0."""
+    ax = interrdf.plot(coordination=True)
+    assert "g2 atoms around a g1 atom" in ax.figure.axes[-1].get_ylabel()
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "± standard error (blocks)" in legend
+    sel = species.atomgroup
+    with_self = SpeciesRDF(sel, by="element", nbins=30, range=(0.0, 8.0)).run(stop=1)
+    ax = with_self.plot()
+    o_o = with_self.partial("O", "O")
+    line = next(line for line in ax.lines if line.get_label() == "O–O")
+    y = line.get_ydata()
+    assert o_o.rdf[0] > 10 * np.nanmax(y)  # the spike of the self pairs is in the results
+    assert np.isnan(y[0]) and np.array_equal(y[1:], o_o.rdf[1:])
+    matplotlib.pyplot.close("all")
+
+
+def test_plot_rejects_options_of_other_analyses(interrdf):
+    with pytest.raises(TypeError, match="sites"):
+        interrdf.plot(sites=[(0, 0, 0)])
     matplotlib.pyplot.close("all")
 
 

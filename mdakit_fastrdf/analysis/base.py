@@ -1,11 +1,17 @@
-"""What every RDF analysis of this package shares.
+r"""The pair-histogram base: what every analysis of the package shares.
 
-:class:`RDFBase` holds the machinery common to :class:`~mdakit_fastrdf.InterRDF`,
-:class:`~mdakit_fastrdf.InterRDF_s` and :class:`~mdakit_fastrdf.SpeciesRDF`: argument checks,
-the parallel backends (cores shared among workers, compiled state created lazily in each
-worker and never pickled, a GPU engine synchronised before a worker hands back its counts),
-the box of a frame, the reproduction of MDAnalysis's coordinate handling and the shell volumes
-of the normalisations.
+:class:`PairHistogramBase` owns the frame loop, the species layout (atom index, species
+offsets, species pairs, exclusion labels), the preparation of a frame's coordinates, the
+engine call, the aggregation of the counts over every parallel backend, block averaging and
+the declared result layout. An analysis supplies only
+
+* its species layout (:meth:`PairHistogramBase._layout`, a :class:`PairLayout`),
+* its normalisation (:meth:`PairHistogramBase._normalise`, from the integer counts of a run
+  or of one block to the results it promises),
+* its declared outputs (:attr:`PairHistogramBase.outputs`, see
+  :mod:`~mdakit_fastrdf.analysis.declarations`).
+
+See "Adding an analysis" in the design page of the docs for a worked example.
 """
 
 from __future__ import annotations
@@ -13,18 +19,15 @@ from __future__ import annotations
 import numbers
 import os
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 from MDAnalysis.analysis.base import AnalysisBase
 from MDAnalysis.analysis.results import Results, ResultsGroup
 
 from ..backends import ParallelAnalysisMixin, _private_progress_lock
-
 from ..engine import (
-    MAX_BINS,
     NO_BOX,
-    ORTHO,
-    ORTHO_SCALED,
     Box,
     Engine,
     available_cpus,
@@ -33,40 +36,13 @@ from ..engine import (
     validate_method,
     validate_n_threads,
     validate_precision,
-    wrap_positions,
 )
+from .checks import check_keywords, check_nbins, check_norm, check_range
+from .coords import COORDINATE_MODES, prepare_coordinates
+from .declarations import Curve, OutputSpec, register
 
-_NORMS = ("rdf", "density", "none")
-
-
-def check_atomgroup(ag, name):
-    """TypeError/ValueError unless ``ag`` is a static, non-empty AtomGroup."""
-    from MDAnalysis.core.groups import AtomGroup, UpdatingAtomGroup
-
-    if not isinstance(ag, AtomGroup):
-        raise TypeError(f"{name} must be an MDAnalysis AtomGroup, got {type(ag).__name__}")
-    if isinstance(ag, UpdatingAtomGroup):
-        raise ValueError(
-            f"{name} is an UpdatingAtomGroup; its size changes between frames, which the "
-            f"normalisation of InterRDF cannot describe. Pass a static AtomGroup "
-            f"(e.g. {name}.atoms) or select per frame yourself."
-        )
-    if len(ag) == 0:
-        raise ValueError(f"{name} is an empty AtomGroup: select at least one atom")
-
-
-def check_nbins(nbins, limit=MAX_BINS):
-    """``nbins`` as an int: an integer from 1 to `limit` (None: no upper limit)."""
-    if isinstance(nbins, bool) or not isinstance(nbins, numbers.Integral):
-        raise TypeError(f"nbins must be an integer, got {nbins!r}")
-    if nbins < 1:
-        raise ValueError(f"nbins must be >= 1, got {nbins}")
-    if limit is not None and nbins > limit:
-        raise ValueError(
-            f"nbins={nbins} is more than the {limit:,} bins the kernels take "
-            f"(the counts alone would need {8 * nbins / 2**30:.2f} GiB per histogram)"
-        )
-    return int(nbins)
+__all__ = ["PairHistogramBase", "PairLayout", "block_plan", "block_sem", "histogram_edges",
+           "normalise_counts", "shell_volumes"]
 
 
 def available_memory_bytes():
@@ -82,72 +58,42 @@ def available_memory_bytes():
     return None
 
 
-def check_range(rng):
-    try:
-        rmin, rmax = (float(v) for v in rng)
-    except (TypeError, ValueError):
-        raise ValueError(f"range must be a pair (rmin, rmax) of numbers, got {rng!r}") from None
-    if not (np.isfinite(rmin) and np.isfinite(rmax)):
-        raise ValueError(f"range must be finite, got {rng!r}")
-    if rmin < 0:
-        raise ValueError(f"range: rmin must be >= 0 (distances are never negative), got {rng!r}")
-    if not rmax > rmin:
-        raise ValueError(f"range must be increasing (rmin < rmax), got {rng!r}")
-    return rmin, rmax
-
-
-def check_norm(norm):
-    norm = str(norm).lower()
-    if norm not in _NORMS:
-        raise ValueError(f"'{norm}' is an invalid norm. Use 'rdf', 'density' or 'none'.")
-    return norm
-
-
-def mdanalysis_uses_grid(n1, n2, rmax, box: Box, coords) -> bool:
-    """Whether MDAnalysis's ``capped_distance`` takes its grid search (else brute force) for
-    groups of ``n1`` and ``n2`` atoms (``_determine_method``); ``coords``: both groups'
-    positions (only used without a box)."""
-    if n1 < 10 or n2 < 10:
-        return False
-    if n1 * n2 >= 1e8:
-        return True
-    if box.kind == NO_BOX:
-        size = coords.max(axis=0) - coords.min(axis=0)
-    elif box.kind == ORTHO:
-        size = np.diag(box.vectors32)
-    else:
-        size = box.vectors32.max(axis=0) - box.vectors32.min(axis=0)
-    return not np.any(rmax > 0.3 * size)
-
-
-def mdanalysis_compat(box: Box, coords, n1, n2, rmax) -> Box:
-    """Prepare ``coords`` (in place) and the box as MDAnalysis's capped_distance would.
-
-    ``coords`` holds the positions of both groups (``n1`` then ``n2`` atoms, or only one group
-    when it is used with itself). InterRDF's distances come from ``capped_distance``, which
-    picks a grid search or brute force from the sizes (``_determine_method``). The grid search
-    wraps positions into the box in float32 (without a box it shifts them by their minimum);
-    brute force wraps them only for triclinic boxes and, for orthorhombic ones, takes the
-    minimum image with a float32 inverse box length. Doing the same operations gives the same
-    distances. Returns the box the kernel must use.
-    """
-    grid = mdanalysis_uses_grid(n1, n2, rmax, box, coords)
-    if box.kind == NO_BOX:
-        if grid:
-            lmin = coords.min(axis=0)
-            coords -= lmin - 0.1 * rmax
-        return box
-    if box.kind == ORTHO and not grid:
-        return Box(ORTHO_SCALED, box.vectors32)
-    wrap_positions(coords, box)
-    return box
-
-
 def shell_volumes(edges):
     r"""Volumes :math:`\frac{4}{3}\pi(r_{k+1}^3 - r_k^3)` of the spherical shells of ``edges``
     (computed as MDAnalysis does)."""
     vols = np.power(edges, 3)
     return 4 / 3 * np.pi * np.diff(vols)
+
+
+def histogram_edges(nbins, rng):
+    """``numpy.histogram``'s edges (as MDAnalysis builds them) and the bin centres."""
+    _, edges = np.histogram([-1], bins=nbins, range=rng)
+    return edges, 0.5 * (edges[:-1] + edges[1:])
+
+
+def normalise_counts(count, norm, n_frames, edges, volume_cum=None, n_pairs=1):
+    r"""The histogram `count` (bins last) normalised as MDAnalysis's ``InterRDF`` does.
+
+    .. math::
+
+        g_\mathrm{rdf}(r_k) = \frac{n_k}{N_\mathrm{frames}\, V_k\, N_\mathrm{pairs} /
+        \langle V \rangle}, \qquad
+        g_\mathrm{density}(r_k) = \frac{n_k}{N_\mathrm{frames}\, V_k}, \qquad
+        g_\mathrm{none}(r_k) = \frac{n_k}{N_\mathrm{frames}}
+
+    with :math:`V_k` the shell volumes (:func:`shell_volumes`) and :math:`\langle V \rangle =`
+    ``volume_cum / n_frames``. `n_pairs` is a number or one number per leading row of
+    `count`. The operations are MDAnalysis's, in its order, so the values are its bit for
+    bit.
+    """
+    factor = n_frames
+    if norm in ("rdf", "density"):
+        factor = factor * shell_volumes(edges)
+    if norm == "rdf":
+        box_vol = volume_cum / n_frames
+        n_pairs = np.asarray(n_pairs, dtype=np.float64)
+        factor = factor * ((n_pairs[..., None] if n_pairs.ndim else n_pairs) / box_vol)
+    return count / factor
 
 
 def block_plan(blocks, n_frames):
@@ -173,12 +119,21 @@ def block_sem(values):
     return values.std(axis=0, ddof=1) / np.sqrt(values.shape[0])
 
 
-def _sum_items(values):
-    """Aggregate block counts of the workers: arrays are summed; lists of arrays (InterRDF_s)
-    are summed item by item."""
-    if isinstance(values[0], list):
-        return [np.sum(arrays, axis=0) for arrays in zip(*values)]
-    return np.sum(values, axis=0)
+def sum_parts(values):
+    """Aggregate the workers' counts (ResultsGroup lookup): arrays are summed; lists of
+    arrays item by item, in place into a copy of the first part's arrays (one extra set of
+    histograms at most; a single part is handed on uncopied)."""
+    if not isinstance(values[0], list):
+        return np.sum(values, axis=0)
+    if len(values) == 1:
+        return list(values[0])
+    out = []
+    for arrays in zip(*values):
+        acc = np.array(arrays[0], copy=True)
+        for a in arrays[1:]:
+            acc += a
+        out.append(acc)
+    return out
 
 
 class _WorkerFrames:
@@ -201,23 +156,88 @@ class _WorkerFrames:
             yield self._trajectory[frame]
 
 
-def histogram_edges(nbins, rng):
-    """``numpy.histogram``'s edges (as MDAnalysis builds them) and the bin centres."""
-    _, edges = np.histogram([-1], bins=nbins, range=rng)
-    return edges, 0.5 * (edges[:-1] + edges[1:])
+@dataclass
+class PairLayout:
+    """What the kernels histogram in each frame.
 
-
-class RDFBase(ParallelAnalysisMixin, AnalysisBase):
-    """Base of the package's RDF analyses (not public API).
-
-    Subclasses set ``self.device``, ``self.precision``, ``self.n_threads`` and ``self.method``
-    through
-    :meth:`_init_compute` and build their engine with :meth:`_make_engine`. The parallel
-    backends of :meth:`run` (MDAnalysis's, ``'node'`` and dask clients) come from
-    :class:`~mdakit_fastrdf.backends.ParallelAnalysisMixin`.
+    Attributes
+    ----------
+    ix : numpy.ndarray
+        Atom indices (``Universe.atoms``) of every species, species after species: the rows
+        of the frame's coordinate block.
+    offsets : numpy.ndarray
+        ``(S + 1,)`` int64: species ``s`` holds rows ``offsets[s]:offsets[s + 1]``.
+    pairs : numpy.ndarray
+        ``(P,)`` species pairs ``(a, b)`` (int32), one histogram each.
+    labels : numpy.ndarray or None
+        ``(N,)`` int32: pairs of atoms with equal labels are not counted.
+    segments : tuple
+        ``((start, stop, n1, n2), ...)``: row ranges prepared together, with the sizes of
+        the two groups MDAnalysis would see (coordinate mode ``'mdanalysis'``); one segment
+        (all rows) for the species analyses, one per pair of groups for site histograms.
     """
 
-    def _init_compute(self, device, precision, n_threads, method="auto"):
+    ix: np.ndarray
+    offsets: np.ndarray
+    pairs: np.ndarray
+    labels: np.ndarray | None = None
+    segments: tuple = ()
+
+    @classmethod
+    def of_groups(cls, groups, pairs, labels=None, sizes=None):
+        """The layout of the AtomGroups `groups` (species in this order) and species
+        `pairs`; ``sizes``: the group sizes of the one segment (default: the first two
+        groups', or the first twice)."""
+        n = np.array([len(g) for g in groups], dtype=np.int64)
+        offsets = np.concatenate([[0], np.cumsum(n)]).astype(np.int64)
+        ix = np.concatenate([g.ix for g in groups]) if len(groups) > 1 else groups[0].ix.copy()
+        if sizes is None:
+            sizes = (int(n[0]), int(n[1] if len(n) > 1 else n[0]))
+        return cls(ix=ix, offsets=offsets,
+                   pairs=np.asarray(pairs, dtype=np.int32).reshape(-1, 2),
+                   labels=labels, segments=((0, len(ix), *sizes),))
+
+
+class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
+    r"""Base of the package's analyses: per-species-pair distance histograms of each frame,
+    accumulated as exact integers and normalised once at the end.
+
+    A subclass calls :meth:`_init_histograms` from its ``__init__`` and implements
+    :meth:`_layout` and :meth:`_normalise`; it declares :attr:`outputs`, and overrides
+    :meth:`_output_parameters` and :meth:`_curves` for saving and plotting. Everything else
+    (the frame loop, coordinates, the engine, the parallel backends of :meth:`run`, blocks,
+    :meth:`save`, :meth:`plot`) is shared.
+    """
+
+    #: How a frame's positions are prepared (:mod:`~mdakit_fastrdf.analysis.coords`).
+    coordinates = "wrapped"
+    #: Results fields that receive the counts of a frame.
+    _count_fields = ("count_uint64",)
+    #: The declared outputs (:mod:`~mdakit_fastrdf.analysis.declarations`).
+    outputs = OutputSpec()
+    #: float64 arrays of the histograms' size the results hold (for the memory check).
+    _result_arrays = 2
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.coordinates not in COORDINATE_MODES:
+            raise TypeError(f"{cls.__name__}.coordinates must be one of {COORDINATE_MODES}")
+        register(cls)
+
+    # -- construction -----------------------------------------------------------------
+    def _init_histograms(self, universe, nbins, range, norm, *, device="auto",
+                         precision="single", n_threads=None, method="auto", kwargs=None,
+                         nbins_limit=check_nbins.__defaults__[0]):
+        """Check and store what every analysis takes. Call it first in ``__init__`` (after
+        the checks MDAnalysis makes first, e.g. of the groups): unknown keywords are a
+        TypeError, ``norm`` is checked before ``nbins`` and ``range`` as MDAnalysis does."""
+        kwargs = dict(kwargs or {})
+        check_keywords(type(self).__name__, kwargs)
+        AnalysisBase.__init__(self, universe.trajectory, **kwargs)
+        self._universe = universe
+        self.norm = check_norm(norm)
+        self.rdf_settings = {"bins": check_nbins(nbins, limit=nbins_limit),
+                             "range": check_range(range)}
         self.device = validate_device(device)
         self.precision = validate_precision(precision)
         self.n_threads = validate_n_threads(n_threads)
@@ -229,6 +249,38 @@ class RDFBase(ParallelAnalysisMixin, AnalysisBase):
         self._block_arrays = None
         self._run_options = {}
 
+    # -- what a subclass supplies -----------------------------------------------------
+    def _layout(self) -> PairLayout:
+        """The species layout (called once per worker, in ``_prepare``)."""
+        raise NotImplementedError
+
+    def _normalise(self, res):
+        """Fill `res` (the results of the run, or of one block) from its counts: ``res``
+        holds ``edges``, ``bins``, the count fields and ``volume_cum`` (norm 'rdf');
+        ``self.n_frames`` is the number of frames it covers."""
+        raise NotImplementedError
+
+    def _output_parameters(self) -> dict:
+        """Parameters of this analysis saved beside the numbers (beyond the common ones)."""
+        return {}
+
+    @classmethod
+    def _curves(cls, results, parameters, **options) -> list:
+        """What :func:`~mdakit_fastrdf.plot` draws: a list of
+        :class:`~mdakit_fastrdf.analysis.declarations.Curve`."""
+        raise TypeError(f"{cls.__name__} results cannot be plotted")
+
+    # -- derived from the declarations ------------------------------------------------
+    @property
+    def _block_outputs(self):
+        return self.outputs.block_fields
+
+    def _normalised(self, count, n_pairs=1):
+        """`count` normalised by this run's ``norm`` (:func:`normalise_counts`)."""
+        return normalise_counts(count, self.norm, self.n_frames, self.results.edges,
+                                self.results.get("volume_cum"), n_pairs)
+
+    # -- engine -----------------------------------------------------------------------
     def _make_engine(self):
         """The engine of this worker (created in the worker, in ``_prepare``)."""
         return Engine(self.device, self.precision, self._worker_threads, method=self.method)
@@ -236,8 +288,66 @@ class RDFBase(ParallelAnalysisMixin, AnalysisBase):
     def __getstate__(self):
         state = self.__dict__.copy()
         state["_engine"] = None
+        # views into the block counts: pickled, each would be a full copy of its block; a
+        # worker makes them again
+        state["_block_arrays"] = None
         return state
 
+    def _n_pair_histograms(self):
+        """How many histograms of ``nbins`` a worker holds (for the memory check)."""
+        return len(self._layout_cache.pairs)
+
+    def _allocate_counts(self, nbins):
+        """``results`` count fields of a worker, zeroed (species pairs x bins, uint64)."""
+        self.results.count_uint64 = np.zeros((len(self._layout_cache.pairs), nbins),
+                                             dtype=np.uint64)
+
+    def _prepare(self):
+        nbins = self.rdf_settings["bins"]
+        self._layout_cache = layout = self._layout()
+        self._check_histogram_memory(self._n_pair_histograms(), nbins,
+                                     result_arrays=self._result_arrays)
+        edges, bins = histogram_edges(nbins, self.rdf_settings["range"])
+        self.results.edges = edges
+        self.results.bins = bins
+        self._allocate_counts(nbins)
+        if self.norm == "rdf":
+            self.results.volume_cum = 0
+        self._edges = np.ascontiguousarray(edges, dtype=np.float64)
+        self._rmax = self.rdf_settings["range"][1]
+        self._buf = np.empty((len(layout.ix), 3), dtype=np.float32)
+        self._engine = self._make_engine()
+
+    # -- the frame loop ---------------------------------------------------------------
+    def _single_frame(self):
+        box = self._frame_box()
+        coords = self._take_positions(self._layout_cache.ix, self._buf)
+        self._accumulate(coords, box)
+        if self.norm == "rdf":
+            self.results.volume_cum += self._ts.volume
+
+    def _accumulate(self, coords, box):
+        """One engine call for every species pair of the frame."""
+        layout = self._layout_cache
+        (_, _, n1, n2), = layout.segments
+        box = prepare_coordinates(self.coordinates, box, coords, (n1, n2), self._rmax)
+        self._engine.accumulate(coords, layout.offsets, layout.pairs, self._edges, box,
+                                layout.labels, self._frame_out(self.results.count_uint64))
+
+    def _get_aggregator(self):
+        lookup = {name: sum_parts for name in self._count_fields}
+        lookup.update({"volume_cum": ResultsGroup.ndarray_sum,
+                       "bins": ResultsGroup.ndarray_mean,
+                       "edges": ResultsGroup.ndarray_mean})
+        lookup.update(self._block_lookup())
+        return ResultsGroup(lookup=lookup)
+
+    def _conclude(self):
+        if self.norm == "rdf":
+            self.volume_cum = self.results.volume_cum
+        self._normalise(self.results)
+
+    # -- run --------------------------------------------------------------------------
     def run(self, start=None, stop=None, step=None, frames=None, verbose=None, *,
             n_workers=None, n_parts=None, backend=None, unsupported_backend=False,
             progressbar_kwargs=None, blocks=None):
@@ -314,12 +424,11 @@ class RDFBase(ParallelAnalysisMixin, AnalysisBase):
             self._finish_blocks()
         return self
 
-    # -- block averaging -----------------------------------------------------------------
-    #: Results fields that receive the counts of a frame (lists of arrays for InterRDF_s).
-    _count_fields = ("count_uint64",)
-    #: Results fields set by ``_conclude`` for which blocks give a standard error.
-    _block_outputs = ("rdf",)
+    def _synchronize(self):
+        if getattr(self, "_engine", None) is not None:
+            self._engine.synchronize()
 
+    # -- block averaging --------------------------------------------------------------
     def _ensure_block_arrays(self):
         """Allocate (once per worker, after ``_prepare``) ``results.block_<field>`` for every
         count field, with one row per block, and the views the kernels write into."""
@@ -377,13 +486,13 @@ class RDFBase(ParallelAnalysisMixin, AnalysisBase):
         lookup = {"block_n_frames": ResultsGroup.ndarray_sum,
                   "block_volume_cum": ResultsGroup.ndarray_sum}
         for field in self._count_fields:
-            lookup["block_" + field] = _sum_items
+            lookup["block_" + field] = sum_parts
         return lookup
 
     def _conclude_blocks(self):
-        """Normalise every block exactly as ``_conclude`` normalises the whole run (with the
-        block's own frames and mean box volume) and add ``block_<name>`` (one row per block)
-        and ``<name>_sem`` (the standard error of the block mean)."""
+        """Normalise every block exactly as the whole run (with the block's own frames and
+        mean box volume) and add ``block_<name>`` (one row per block) and ``<name>_sem``
+        (the standard error of the block mean) for every declared block field."""
         full = self.results
         saved = {k: getattr(self, k) for k in ("n_frames", "volume_cum") if hasattr(self, k)}
         per_block = {name: [] for name in self._block_outputs}
@@ -398,7 +507,7 @@ class RDFBase(ParallelAnalysisMixin, AnalysisBase):
                     part.volume_cum = full.block_volume_cum[b]
                 self.results = part
                 self.n_frames = int(full.block_n_frames[b])
-                self._conclude()
+                self._normalise(part)
                 for name in self._block_outputs:
                     if name in part:
                         per_block[name].append(part[name])
@@ -409,7 +518,7 @@ class RDFBase(ParallelAnalysisMixin, AnalysisBase):
         for name, values in per_block.items():
             if not values:
                 continue
-            if isinstance(values[0], list):  # InterRDF_s: one array per pair of groups
+            if isinstance(values[0], list):  # site histograms: one array per pair of groups
                 stacked = [np.stack(v) for v in zip(*values)]
                 full["block_" + name] = stacked
                 full[name + "_sem"] = [block_sem(s) for s in stacked]
@@ -418,7 +527,7 @@ class RDFBase(ParallelAnalysisMixin, AnalysisBase):
                 full["block_" + name] = stacked
                 full[name + "_sem"] = block_sem(stacked)
 
-    # -- outputs -------------------------------------------------------------------------
+    # -- outputs ----------------------------------------------------------------------
     def save(self, filename, format=None, *, metadata=None):
         """Save the results and the parameters of the run (see :func:`mdakit_fastrdf.save`).
 
@@ -455,15 +564,12 @@ class RDFBase(ParallelAnalysisMixin, AnalysisBase):
 
     def parameters(self):
         """The parameters of the last run, as the JSON-serialisable dict that :meth:`save`
-        stores beside the numbers (see :func:`mdakit_fastrdf.io.run_parameters`)."""
+        stores beside the numbers (see :func:`mdakit_fastrdf.outputs.io.run_parameters`)."""
         from ..outputs.io import run_parameters
 
         return run_parameters(self)
 
-    def _synchronize(self):
-        if getattr(self, "_engine", None) is not None:
-            self._engine.synchronize()
-
+    # -- per-frame helpers ------------------------------------------------------------
     def _check_histogram_memory(self, n_pairs, nbins, result_arrays):
         """MemoryError, before anything is allocated, when the histograms of this worker do
         not fit in the available memory: the uint64 counts and `result_arrays` float64
@@ -492,8 +598,8 @@ class RDFBase(ParallelAnalysisMixin, AnalysisBase):
     def _frame_box(self) -> Box:
         """The checked box of the current frame; norm='rdf' without a box is an error.
 
-        Every analysis calls it once at the start of each frame; with blocks it also counts
-        the frame and its box volume in the frame's block."""
+        Called once at the start of each frame; with blocks it also counts the frame and its
+        box volume in the frame's block."""
         ts = self._ts
         box = prepare_box(ts.dimensions)
         if self._local_blocks is not None:  # count the frame and its volume in its block
@@ -528,3 +634,6 @@ class RDFBase(ParallelAnalysisMixin, AnalysisBase):
             stacklevel=3,
         )
         return self.results[use]
+
+
+__all__ += ["Curve"]

@@ -9,26 +9,30 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-from MDAnalysis.analysis.results import ResultsGroup
 
-from .base import (
-    RDFBase,
-    check_atomgroup,
-    check_nbins,
-    check_norm,
-    check_range,
-    histogram_edges,
-    mdanalysis_compat,
-    shell_volumes,
-)
+from .base import PairHistogramBase, PairLayout
+from .checks import EXCLUDE_SAME, check_atomgroup, check_exclude_same, check_norm
+from .declarations import Curve, OutputSpec, Table, histogram_fields
 
 __all__ = ["InterRDF"]
 
-_EXCLUDE_SAME = {"residue": "resindices", "segment": "segindices", "chain": "chainIDs"}
 _DISTANCE_BACKENDS = ("serial", "openmp", "distopia")
 
 
-class InterRDF(RDFBase):
+def exclusion_labels(values_a, values_b, same):
+    """Per-row int32 labels from the values of the two groups (equal values: pair
+    excluded); one group's values when it is used with itself."""
+    values = values_a if same else np.concatenate([values_a, values_b])
+    _, codes = np.unique(values, return_inverse=True)
+    return np.ascontiguousarray(codes.reshape(-1), dtype=np.int32)
+
+
+def running_coordination(count, n_frames, n_around):
+    """Running coordination number: cumulative count per frame and per central atom."""
+    return np.cumsum(count, axis=-1) / (n_frames * n_around)
+
+
+class InterRDF(PairHistogramBase):
     r"""Radial distribution function between two groups of atoms.
 
     A drop-in replacement for :class:`MDAnalysis.analysis.rdf.InterRDF`: it histograms the
@@ -147,6 +151,12 @@ class InterRDF(RDFBase):
         rdf = InterRDF(ow, ow).run(backend="multiprocessing", n_workers=4)
     """
 
+    coordinates = "mdanalysis"
+    outputs = OutputSpec(
+        fields=histogram_fields(),
+        tables=(Table(fields=("rdf", "count_uint64")),),
+    )
+
     def __init__(
         self,
         g1,
@@ -168,25 +178,20 @@ class InterRDF(RDFBase):
         check_atomgroup(g2, "g2")
         if g1.universe is not g2.universe:
             raise ValueError("g1 and g2 must belong to the same Universe")
-        super().__init__(g1.universe.trajectory, **kwargs)
-        self.g1 = g1
-        self.g2 = g2
-        self.norm = str(norm).lower()
-        nbins = check_nbins(nbins)
-        range = check_range(range)
-        self.rdf_settings = {"bins": nbins, "range": range}
-        self._exclusion_block = exclusion_block
-        if exclude_same is not None and exclude_same not in _EXCLUDE_SAME:
-            raise ValueError(
-                "The exclude_same argument to InterRDF must be None, 'residue', 'segment' "
-                "or 'chain'."
-            )
+        # MDAnalysis's order of checks: exclude_same, then norm, then the rest
+        check_exclude_same(exclude_same)
         if exclude_same is not None and exclusion_block is not None:
             raise ValueError(
                 "The exclude_same argument to InterRDF cannot be used with exclusion_block."
             )
-        self.exclude_same = _EXCLUDE_SAME.get(exclude_same)
-        self.norm = check_norm(self.norm)
+        check_norm(norm)
+        self._init_histograms(g1.universe, nbins, range, norm, device=device,
+                              precision=precision, n_threads=n_threads, method=method,
+                              kwargs=kwargs)
+        self.g1 = g1
+        self.g2 = g2
+        self._exclusion_block = exclusion_block
+        self.exclude_same = EXCLUDE_SAME.get(exclude_same)
         if exclusion_block is not None:
             self._check_exclusion_block(exclusion_block)
         if not isinstance(backend, str) or backend.lower() not in _DISTANCE_BACKENDS:
@@ -196,7 +201,6 @@ class InterRDF(RDFBase):
                 f"run(backend='multiprocessing' or 'dask')."
             )
         self.backend = backend
-        self._init_compute(device, precision, n_threads, method)
 
     def _check_exclusion_block(self, block):
         try:
@@ -218,100 +222,72 @@ class InterRDF(RDFBase):
                 f"{nb // xb} in g2; both groups must hold the same number of blocks"
             )
 
-    # -- per-worker setup ---------------------------------------------------------------
-    def _prepare(self):
-        self._check_histogram_memory(1, self.rdf_settings["bins"], result_arrays=2)
-        edges, bins = histogram_edges(self.rdf_settings["bins"], self.rdf_settings["range"])
-        nbins = len(bins)
-        self.results.edges = edges
-        self.results.bins = bins
-        self.results.count_uint64 = np.zeros(nbins, dtype=np.uint64)
-        if self.norm == "rdf":
-            self.results.volume_cum = 0
-        self._edges = np.ascontiguousarray(edges, dtype=np.float64)
-        self._out = self.results.count_uint64.reshape(1, nbins)
-        self._rmax = self.rdf_settings["range"][1]
-
+    # -- the base class's hooks ---------------------------------------------------------
+    def _layout(self):
+        """Two species and one pair; one species paired with itself when g1 is g2 (the
+        kernel then computes each unordered pair once and counts it twice)."""
         n1, n2 = len(self.g1), len(self.g2)
         xa, xb = self._exclusion_block or (None, None)
         same = np.array_equal(self.g1.ix, self.g2.ix) and xa == xb
-        if same:
-            self._ix = self.g1.ix.copy()
-            self._offsets = np.array([0, n1], dtype=np.int64)
-            self._pairs = np.array([[0, 0]], dtype=np.int32)
-        else:
-            self._ix = np.concatenate([self.g1.ix, self.g2.ix])
-            self._offsets = np.array([0, n1, n1 + n2], dtype=np.int64)
-            self._pairs = np.array([[0, 1]], dtype=np.int32)
-        self._labels = self._make_labels(same)
-        self._buf = np.empty((len(self._ix), 3), dtype=np.float32)
-        self._n1, self._n2 = n1, n2
-        self._engine = self._make_engine()
-
-    def _make_labels(self, same):
-        """Per-atom integer labels: pairs with equal labels are excluded (or None)."""
         if self._exclusion_block is not None:
-            xa, xb = self._exclusion_block
-            la = np.arange(len(self.g1)) // xa
-            lb = np.arange(len(self.g2)) // xb
+            la, lb = np.arange(n1) // xa, np.arange(n2) // xb
         elif self.exclude_same is not None:
-            la = getattr(self.g1, self.exclude_same)
-            lb = getattr(self.g2, self.exclude_same)
-        else:
-            return None
-        if same:
-            _, codes = np.unique(la, return_inverse=True)
-        else:
-            _, codes = np.unique(np.concatenate([la, lb]), return_inverse=True)
-        return np.ascontiguousarray(codes.reshape(-1), dtype=np.int32)
+            la, lb = getattr(self.g1, self.exclude_same), getattr(self.g2, self.exclude_same)
+        labels = (exclusion_labels(la, lb, same)
+                  if self._exclusion_block is not None or self.exclude_same is not None
+                  else None)
+        groups = [self.g1] if same else [self.g1, self.g2]
+        return PairLayout.of_groups(groups, [(0, 0)] if same else [(0, 1)], labels,
+                                    sizes=(n1, n2))
 
-    def _mdanalysis_compat(self, box, coords):
-        """Prepare ``coords`` and the box as MDAnalysis's capped_distance would (see
-        :func:`mdakit_fastrdf._base.mdanalysis_compat`)."""
-        return mdanalysis_compat(box, coords, self._n1, self._n2, self._rmax)
+    def _allocate_counts(self, nbins):
+        super()._allocate_counts(nbins)
+        self.results.count_uint64 = self.results.count_uint64.reshape(nbins)
 
-    def _single_frame(self):
-        ts = self._ts
-        box = self._frame_box()
-        self._take_positions(self._ix, self._buf)
-        box = self._mdanalysis_compat(box, self._buf)
-        self._engine.accumulate(
-            self._buf, self._offsets, self._pairs, self._edges, box, self._labels,
-            self._frame_out(self._out),
-        )
-        if self.norm == "rdf":
-            self.results.volume_cum += ts.volume
+    def _frame_out(self, out, field="count_uint64", index=None):
+        # the kernels write (pairs, nbins); InterRDF's counts are (nbins,)
+        return super()._frame_out(out.reshape(1, -1) if out.ndim == 1 else out, field, index)
 
-    def _get_aggregator(self):
-        return ResultsGroup(
-            lookup={
-                "count_uint64": ResultsGroup.ndarray_sum,
-                "volume_cum": ResultsGroup.ndarray_sum,
-                "bins": ResultsGroup.ndarray_mean,
-                "edges": ResultsGroup.ndarray_mean,
-                **self._block_lookup(),
-            }
-        )
+    def _n_pairs(self):
+        """N_pairs of norm="rdf", as MDAnalysis computes it."""
+        nA, nB = len(self.g1), len(self.g2)
+        N = nA * nB
+        if self._exclusion_block:
+            xA, xB = self._exclusion_block
+            nblocks = nA / xA
+            N -= xA * xB * nblocks
+        return N
 
-    def _conclude(self):
-        self.results.count = self.results.count_uint64.astype(np.float64)
-        norm = self.n_frames
-        if self.norm in ["rdf", "density"]:
-            norm *= shell_volumes(self.results.edges)
+    def _normalise(self, res):
+        res.count = res.count_uint64.astype(np.float64)
+        res.rdf = self._normalised(res.count, self._n_pairs())
 
-        if self.norm == "rdf":
-            nA = len(self.g1)
-            nB = len(self.g2)
-            N = nA * nB
-            if self._exclusion_block:
-                xA, xB = self._exclusion_block
-                nblocks = nA / xA
-                N -= xA * xB * nblocks
-            self.volume_cum = self.results.volume_cum
-            box_vol = self.volume_cum / self.n_frames
-            norm *= N / box_vol
+    def _output_parameters(self):
+        block = self._exclusion_block
+        return {
+            "exclusion_block": None if block is None else [int(v) for v in block],
+            "exclude_same": {v: k for k, v in EXCLUDE_SAME.items()}.get(self.exclude_same),
+            "n_atoms1": len(self.g1),
+            "n_atoms2": len(self.g2),
+        }
 
-        self.results.rdf = self.results.count / norm
+    @classmethod
+    def _curves(cls, results, parameters, *, label=None):
+        """One line: g(r), and the running number of g2 atoms around a g1 atom."""
+        n_frames, n_a = parameters["n_frames"], parameters["n_atoms1"]
+        cn = running_coordination(np.asarray(results.count, dtype=np.float64), n_frames, n_a)
+        cn_sem = None
+        if "block_count_uint64" in results:
+            from .base import block_sem
+
+            per_block = running_coordination(
+                results.block_count_uint64.astype(np.float64), results.block_n_frames[:, None],
+                n_a)
+            cn_sem = block_sem(per_block)
+        return [Curve(label, results.rdf, results.get("rdf_sem"), cn, cn_sem)]
+
+    #: what the running coordination number counts (the plot's second axis)
+    _coordination_label = "g2 atoms around a g1 atom"
 
     # -- deprecated attributes, as in MDAnalysis --------------------------------------
     @property

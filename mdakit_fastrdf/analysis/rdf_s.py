@@ -5,50 +5,29 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from MDAnalysis.analysis.results import ResultsGroup
 
-from .base import (
-    RDFBase,
-    available_memory_bytes,
-    check_atomgroup,
-    check_nbins,
-    check_norm,
-    check_range,
-    histogram_edges,
-    mdanalysis_compat,
-    shell_volumes,
-)
-from ..engine import NO_BOX, validate_n_threads, validate_precision
+from .base import PairHistogramBase, PairLayout, available_memory_bytes, block_sem
+from .checks import check_atomgroup, check_norm
+from .coords import prepare_coordinates
+from .declarations import Curve, Field, OutputSpec, Table, histogram_fields
 
 __all__ = ["InterRDF_s"]
 
-
-def _sum_arrays_lists(values):
-    """Aggregate the parts' lists of arrays item by item (ResultsGroup lookup), in place.
-
-    One accumulator per item, a copy of the first part's array, to which every other part's
-    array is added: the caller needs one extra set of histograms at most (``np.sum`` over the
-    stacked parts would first copy all of them). A single part is handed on uncopied."""
-    if len(values) == 1:
-        return list(values[0])
-    out = []
-    for arrays in zip(*values):
-        acc = np.array(arrays[0], copy=True)
-        for a in arrays[1:]:
-            acc += a
-        out.append(acc)
-    return out
+#: Above this many site pairs, the default plot draws the mean of each pair of groups.
+MAX_SITE_LINES = 20
 
 
-class InterRDF_s(RDFBase):
+class InterRDF_s(PairHistogramBase):
     r"""Site-specific radial distribution functions.
 
     A drop-in replacement for :class:`MDAnalysis.analysis.rdf.InterRDF_s`: for every pair of
     AtomGroups ``(ag1, ag2)`` in `ags` it keeps one histogram per atom pair ``(i, j)``,
     ``i`` in `ag1` and ``j`` in `ag2`, with the same parameters, results, binning,
     normalisations and deprecations. The histograms are filled by a compiled, threaded CPU
-    kernel instead of ``capped_distance`` followed by NumPy indexing; the GPU is not used
-    (the work is dominated by writing ``n1 * n2 * nbins`` counters, not by distances).
+    kernel (the site mode of the package's engine) instead of ``capped_distance`` followed
+    by NumPy indexing. There is no GPU kernel for site histograms: their work is dominated
+    by writing ``n1 * n2 * nbins`` counters, not by distances, so ``device='auto'`` runs them
+    on the CPU and ``device='cuda'`` is a ValueError.
 
     Parameters
     ----------
@@ -67,6 +46,9 @@ class InterRDF_s(RDFBase):
         Deprecated (as in MDAnalysis 2.3): ``True`` sets ``norm='density'`` and warns.
     backend : {'serial', 'OpenMP', 'distopia'}, optional
         MDAnalysis's distance backend; accepted and ignored.
+    device : {'auto', 'cpu'}, optional
+        Keyword only. Where the kernel runs: the CPU (``'auto'``, the default, means the CPU
+        here; ``'cuda'`` is a ValueError, see above).
     precision : {'single', 'double'}, optional
         Keyword only. ``'double'`` reproduces MDAnalysis's counts exactly; ``'single'``
         (default, as for :class:`InterRDF`) may move a pair within float32 rounding of a bin
@@ -168,7 +150,18 @@ class InterRDF_s(RDFBase):
     >>> cdf = rdf.get_cdf()  # doctest: +SKIP
     """
 
+    coordinates = "mdanalysis"
     _count_fields = ("count",)
+    outputs = OutputSpec(
+        fields=(
+            # the counts of a site pair are float64, as MDAnalysis's, written as integers
+            Field("count", "frames", "frames with the pair in the bin", integer=True),
+            *(f for f in histogram_fields() if f.name not in ("count", "count_uint64")),
+            Field("cdf", "pairs per frame", "cumulative count per frame"),
+        ),
+        tables=(Table(fields=("rdf", "count", "cdf"), labels=lambda res: _site_labels(res)),),
+    )
+    _coordination_label = "frames-averaged count of the second atom within r of the first"
 
     def __init__(
         self,
@@ -180,22 +173,28 @@ class InterRDF_s(RDFBase):
         density=False,
         backend="serial",
         *,
+        device="auto",
         precision="single",
         n_threads=None,
         **kwargs,
     ):
+        check_norm(norm)  # MDAnalysis checks norm first
         ags = self._check_ags(ags)
-        super().__init__(ags[0][0].universe.trajectory, **kwargs)
+        if str(device).strip().lower().startswith("cuda"):
+            raise ValueError(
+                f"device={device!r}: InterRDF_s has no GPU kernel (site histograms are "
+                "dominated by writing n1 * n2 * nbins counters); use device='cpu' or "
+                "device='auto', which run it on the CPU")
+        # bins are double-precision bins of any number here (their memory is checked)
+        self._init_histograms(ags[0][0].universe, nbins, range, norm, device=device,
+                              precision=precision, n_threads=n_threads, kwargs=kwargs,
+                              nbins_limit=None)
         warnings.warn(
             "The `u` attribute is superflous and will be removed in MDAnalysis 3.0.0.",
             DeprecationWarning,
             stacklevel=2,
         )
         self.ags = ags
-        self.norm = check_norm(norm)
-        nbins = check_nbins(nbins, limit=None)  # bins in double, any number (memory checked)
-        range = check_range(range)
-        self.rdf_settings = {"bins": nbins, "range": range}
         if density:
             warnings.warn(
                 "The `density` attribute was deprecated in MDAnalysis 2.3.0 and will be "
@@ -205,12 +204,6 @@ class InterRDF_s(RDFBase):
             )
             self.norm = "density"
         self.backend = backend
-        # CPU only: the device is fixed; the Engine of the base class is not used.
-        self.device = "cpu"
-        self.precision = validate_precision(precision)
-        self.n_threads = validate_n_threads(n_threads)
-        self._worker_threads = self.n_threads
-        self._engine = None
 
     @staticmethod
     def _check_ags(ags):
@@ -371,25 +364,18 @@ class InterRDF_s(RDFBase):
             blocks=blocks,
         )
 
-    def _prepare(self):
-        from ..engine import _fastrdf_cpu
+    # -- the base class's hooks ---------------------------------------------------------
+    def _layout(self):
+        """Two species per pair of groups (its first and second group), one segment each."""
+        groups = [ag for pair in self.ags for ag in pair]
+        layout = PairLayout.of_groups(groups, [(2 * k, 2 * k + 1) for k in
+                                               builtins_range(len(self.ags))])
+        starts = layout.offsets[0::2]
+        layout.segments = tuple((int(s), int(s) + len(a) + len(b), len(a), len(b))
+                                for s, (a, b) in zip(starts, self.ags))
+        return layout
 
-        self._kernel = _fastrdf_cpu.site_histograms
-        nbins = self.rdf_settings["bins"]
-        edges, bins = histogram_edges(nbins, self.rdf_settings["range"])
-        self._check_process_memory()
-        self.results.count = [
-            np.zeros((len(ag1), len(ag2), nbins), dtype=np.float64) for ag1, ag2 in self.ags
-        ]
-        self.results.edges = edges
-        self.results.bins = bins
-        if self.norm == "rdf":
-            self.results.volume_cum = 0
-        self._maxrange = self.rdf_settings["range"][1]
-        self._ix = [np.concatenate([ag1.ix, ag2.ix]) for ag1, ag2 in self.ags]
-        self._bufs = [np.empty((len(ix), 3), dtype=np.float32) for ix in self._ix]
-
-    def _check_process_memory(self):
+    def _check_histogram_memory(self, n_pairs, nbins, result_arrays):
         """This process's own histograms (the counts and, with blocks, the block counts)
         before ``_prepare`` allocates them: in a worker, the check of :meth:`run` was made in
         the caller."""
@@ -400,56 +386,55 @@ class InterRDF_s(RDFBase):
         if avail is not None and need > avail:
             raise self._memory_error(need, avail, "this process's counts", "")
 
-    def __getstate__(self):
-        state = super().__getstate__()
-        state.pop("_kernel", None)  # a compiled function does not pickle
-        # the views into the block counts: pickled, each would be a full copy of its block
-        # (B more sets in every part a worker sends back); a worker makes them again
-        state["_block_arrays"] = None
-        return state
+    def _allocate_counts(self, nbins):
+        self.results.count = [
+            np.zeros((len(ag1), len(ag2), nbins), dtype=np.float64) for ag1, ag2 in self.ags
+        ]
 
-    def _single_frame(self):
-        box = self._frame_box()
-        rmin, rmax = self.rdf_settings["range"]
-        nbins = self.rdf_settings["bins"]
-        double = self.precision == "double"
-        threads = self._worker_threads or 0
-        for k, (ag1, ag2) in enumerate(self.ags):
-            n1, n2 = len(ag1), len(ag2)
-            buf = self._take_positions(self._ix[k], self._bufs[k])
-            kbox = mdanalysis_compat(box, buf, n1, n2, rmax)
-            self._kernel(buf[:n1], buf[n1:], rmin, rmax, nbins, kbox.kind,
-                         None if kbox.kind == NO_BOX else kbox.vectors,
-                         self._frame_out(self.results.count[k], "count", k), double, threads)
-        if self.norm == "rdf":
-            self.results.volume_cum += self._ts.volume
+    def _accumulate(self, coords, box):
+        """The site histograms of every pair of groups, each prepared as MDAnalysis would."""
+        rng, nbins = self.rdf_settings["range"], self.rdf_settings["bins"]
+        for k, (start, stop, n1, n2) in enumerate(self._layout_cache.segments):
+            part = coords[start:stop]
+            kbox = prepare_coordinates(self.coordinates, box, part, (n1, n2), self._rmax)
+            self._engine.accumulate_sites(part[:n1], part[n1:], rng, nbins, kbox,
+                                          self._frame_out(self.results.count[k], "count", k))
 
-    def _get_aggregator(self):
-        return ResultsGroup(
-            lookup={
-                "count": _sum_arrays_lists,
-                "volume_cum": ResultsGroup.ndarray_sum,
-                "bins": ResultsGroup.ndarray_mean,
-                "edges": ResultsGroup.ndarray_mean,
-                **self._block_lookup(),
-                # block counts: lists of arrays too, summed in place as well
-                **({"block_count": _sum_arrays_lists}
-                   if getattr(self, "_block_plan", None) is not None else {}),
-            }
-        )
+    def _normalise(self, res):
+        res.indices = [[ag1.indices, ag2.indices] for ag1, ag2 in self.ags]
+        res.rdf = [self._normalised(count) for count in res.count]
 
-    def _conclude(self):
-        norm = self.n_frames
-        if self.norm in ["rdf", "density"]:
-            norm *= shell_volumes(self.results.edges)
-        if self.norm == "rdf":
-            self.volume_cum = self.results.volume_cum
-            norm *= 1 / (self.volume_cum / self.n_frames)
-        self.results.indices = []
-        self.results.rdf = []
-        for i, (ag1, ag2) in enumerate(self.ags):
-            self.results.indices.append([ag1.indices, ag2.indices])
-            self.results.rdf.append(self.results.count[i] / norm)
+    def _output_parameters(self):
+        return {"group_sizes": [[len(a), len(b)] for a, b in self.ags], "method": "sites"}
+
+    @classmethod
+    def _curves(cls, results, parameters, *, sites=None):
+        """One line per site pair (`sites`: ``(k, i, j)`` triples: pair of groups `k`, atom
+        `i` of its first group, atom `j` of its second); by default every site pair when
+        there are at most :data:`MAX_SITE_LINES`, else the mean of each pair of groups."""
+        counts, n_frames = results.count, parameters["n_frames"]
+        n_sites = sum(int(np.prod(np.shape(c)[:2])) for c in counts)
+        curves = []
+        if sites is None and n_sites > MAX_SITE_LINES:
+            for k, count in enumerate(counts):
+                y = np.asarray(results.rdf[k]).mean(axis=(0, 1))
+                sem = (block_sem(np.asarray(results.block_rdf[k]).mean(axis=(1, 2)))
+                       if "block_rdf" in results else None)
+                cn = np.cumsum(np.asarray(count).sum(axis=1), axis=-1).mean(axis=0) / n_frames
+                curves.append(Curve(f"ags[{k}]: mean of {count.shape[0]}×{count.shape[1]} "
+                                    "site pairs", y, sem, cn))
+            return curves
+        if sites is None:
+            sites = [(k, i, j) for k, c in enumerate(counts)
+                     for i in builtins_range(c.shape[0]) for j in builtins_range(c.shape[1])]
+        for k, i, j in sites:
+            idx_i = int(np.asarray(results.indices[k][0])[i])
+            idx_j = int(np.asarray(results.indices[k][1])[j])
+            sem = results.rdf_sem[k][i, j] if "rdf_sem" in results else None
+            cn = np.cumsum(counts[k][i, j]) / n_frames
+            curves.append(Curve(f"ags[{k}]: atom {idx_i} – atom {idx_j}",
+                                results.rdf[k][i, j], sem, cn))
+        return curves
 
     def get_cdf(self):
         r"""Calculate the cumulative counts for all sites.
@@ -504,3 +489,28 @@ class InterRDF_s(RDFBase):
     @property
     def cdf(self):
         return self._old("cdf", "cdf", "cdf")
+
+
+builtins_range = range
+
+
+def _site_labels(res):
+    """CSV label columns of the site pairs: pair of groups, positions and atom indices."""
+    groups, ii, jj, ai, aj = [], [], [], [], []
+    for k, count in enumerate(res.count):
+        i, j = np.indices(np.shape(count)[:2])
+        i, j = i.ravel(), j.ravel()
+        groups.append(np.full(i.size, k))
+        ii.append(i)
+        jj.append(j)
+        ai.append(np.asarray(res.indices[k][0])[i])
+        aj.append(np.asarray(res.indices[k][1])[j])
+    cat = np.concatenate
+    return {
+        "group_pair": ([str(v) for v in cat(groups).tolist()],
+                       "index of the pair of groups in ags"),
+        "i": ([str(v) for v in cat(ii).tolist()], "atom of the first group (position)"),
+        "j": ([str(v) for v in cat(jj).tolist()], "atom of the second group (position)"),
+        "index_i": ([str(v) for v in cat(ai).tolist()], "atom index (Atom.index)"),
+        "index_j": ([str(v) for v in cat(aj).tolist()], "atom index (Atom.index)"),
+    }

@@ -12,23 +12,15 @@ import builtins
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-from MDAnalysis.analysis.results import Results, ResultsGroup
+from MDAnalysis.analysis.results import Results
 
-from .base import (
-    RDFBase,
-    check_atomgroup,
-    check_nbins,
-    check_norm,
-    check_range,
-    histogram_edges,
-    shell_volumes,
-)
-from ..engine import NO_BOX, wrap_positions
+from .base import PairHistogramBase, PairLayout, block_sem
+from .checks import EXCLUDE_SAME, check_atomgroup, check_exclude_same
+from .declarations import BY_NORM, Curve, Field, OutputSpec, Table, histogram_fields
 
 __all__ = ["SpeciesRDF"]
 
 _BY_ATTR = {"element": "elements", "type": "types", "name": "names", "resname": "resnames"}
-_EXCLUDE_SAME = {"residue": "resindices", "segment": "segindices", "chain": "chainIDs"}
 
 
 def _group_species(atomgroup, by):
@@ -88,7 +80,7 @@ def _group_species(atomgroup, by):
             for k, u in enumerate(uniq)]
 
 
-class SpeciesRDF(RDFBase):
+class SpeciesRDF(PairHistogramBase):
     r"""Every partial radial distribution function of a system, in one pass per frame.
 
     The atoms of `atomgroup` are split into species (by element, type, name, residue name,
@@ -242,7 +234,29 @@ class SpeciesRDF(RDFBase):
         srdf = SpeciesRDF(u.atoms, exclude_same="residue").run()
     """
 
-    _block_outputs = ("rdf", "cdf", "coordination", "total_rdf")
+    coordinates = "wrapped"
+    _result_arrays = 4
+    outputs = OutputSpec(
+        fields=histogram_fields() + (
+            Field("cdf", "pairs per frame", "cumulative pairs per frame", blocks=True),
+            Field("coordination", "atoms", "running coordination number of b around a",
+                  blocks=True),
+            Field("total_count", "pairs summed over frames", "all-atom histogram"),
+            Field("total_count_uint64", "pairs summed over frames",
+                  "all-atom histogram (exact)", integer=True),
+            Field("total_rdf", BY_NORM, "all-atom {quantity}", blocks=True),
+        ),
+        tables=(
+            Table(fields=("rdf", "count_uint64", "cdf", "coordination"),
+                  labels=lambda res: _pair_labels(res)),
+            Table(fields=("total_rdf", "total_count_uint64"),
+                  columns={"total_count_uint64": "count", "total_rdf": "rdf"},
+                  labels=lambda res: {"pair": (["total"], ""), "species_a": (["*"], ""),
+                                      "species_b": (["*"], "")}),
+        ),
+    )
+    _coordination_label = "second species around an atom of the first"
+
 
     def __init__(
         self,
@@ -261,19 +275,14 @@ class SpeciesRDF(RDFBase):
         **kwargs,
     ):
         check_atomgroup(atomgroup, "atomgroup")
-        super().__init__(atomgroup.universe.trajectory, **kwargs)
+        self._init_histograms(atomgroup.universe, nbins, range, norm, device=device,
+                              precision=precision, n_threads=n_threads, method=method,
+                              kwargs=kwargs)
         self.atomgroup = atomgroup
-        self.norm = check_norm(norm)
-        self.rdf_settings = {"bins": check_nbins(nbins), "range": check_range(range)}
-        if exclude_same is not None and exclude_same not in _EXCLUDE_SAME:
-            raise ValueError(
-                f"exclude_same must be None, 'residue', 'segment' or 'chain', got {exclude_same!r}"
-            )
-        self.exclude_same = exclude_same
+        self.exclude_same = check_exclude_same(exclude_same, "SpeciesRDF")
         if not isinstance(exclude_self, (bool, np.bool_)):
             raise TypeError(f"exclude_self must be True or False, got {exclude_self!r}")
         self.exclude_self = bool(exclude_self)
-        self._init_compute(device, precision, n_threads, method)
 
         species = _group_species(atomgroup, by)
         from MDAnalysis.core.groups import UpdatingAtomGroup
@@ -298,64 +307,29 @@ class SpeciesRDF(RDFBase):
         n = len(species)
         self._pairs = np.array([(a, b) for a in builtins.range(n) for b in builtins.range(a, n)],
                                dtype=np.int32).reshape(-1, 2)
-        self._index = {}
-        for k, (a, b) in enumerate(self._pairs):
-            self._index[(a, b)] = k
-            self._index[(b, a)] = k
         sizes = np.array([len(g) for g in self.groups], dtype=np.int64)
         self._offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self._ix = np.concatenate([g.ix for g in self.groups])
         self._disjoint = len(np.unique(self._ix)) == len(self._ix)
 
-    # -- per-worker setup ---------------------------------------------------------------
-    def _prepare(self):
-        nbins = self.rdf_settings["bins"]
-        self._check_histogram_memory(len(self._pairs), nbins, result_arrays=4)
-        edges, bins = histogram_edges(nbins, self.rdf_settings["range"])
-        self.results.edges = edges
-        self.results.bins = bins
-        self.results.count_uint64 = np.zeros((len(self._pairs), nbins), dtype=np.uint64)
-        if self.norm == "rdf":
-            self.results.volume_cum = 0
-        self._edges = np.ascontiguousarray(edges, dtype=np.float64)
-        self._buf = np.empty((len(self._ix), 3), dtype=np.float32)
-        self._labels = self._make_labels()
-        self._engine = self._make_engine()
-
-    def _make_labels(self):
+    # -- the base class's hooks ---------------------------------------------------------
+    def _layout(self):
+        """Every species (largest first) and every pair of species ``a <= b``."""
         if self.exclude_same is not None:
             values = getattr(self.atomgroup.universe.atoms[self._ix],
-                             _EXCLUDE_SAME[self.exclude_same])
+                             EXCLUDE_SAME[self.exclude_same])
         elif self.exclude_self:
             values = self._ix
         else:
-            return None
-        _, codes = np.unique(values, return_inverse=True)
-        return np.ascontiguousarray(codes.reshape(-1), dtype=np.int32)
-
-    def _single_frame(self):
-        box = self._frame_box()
-        self._take_positions(self._ix, self._buf)
-        if box.kind != NO_BOX:
-            wrap_positions(self._buf, box)
-        self._engine.accumulate(self._buf, self._offsets, self._pairs, self._edges, box,
-                                self._labels, self._frame_out(self.results.count_uint64))
-        if self.norm == "rdf":
-            self.results.volume_cum += self._ts.volume
-
-    def _get_aggregator(self):
-        return ResultsGroup(
-            lookup={
-                "count_uint64": ResultsGroup.ndarray_sum,
-                "volume_cum": ResultsGroup.ndarray_sum,
-                "bins": ResultsGroup.ndarray_mean,
-                "edges": ResultsGroup.ndarray_mean,
-                **self._block_lookup(),
-            }
-        )
+            values = None
+        labels = None
+        if values is not None:
+            _, codes = np.unique(values, return_inverse=True)
+            labels = np.ascontiguousarray(codes.reshape(-1), dtype=np.int32)
+        return PairLayout.of_groups(self.groups, self._pairs, labels)
 
     def _pair_counts(self):
-        """:math:`N_\\mathrm{pairs}` of every partial."""
+        """N_pairs of every partial (norm="rdf")."""
         sizes = np.diff(self._offsets)
         a, b = self._pairs[:, 0], self._pairs[:, 1]
         n = sizes[a] * sizes[b]
@@ -364,26 +338,14 @@ class SpeciesRDF(RDFBase):
             n = n - np.array([len(sets[i] & sets[j]) for i, j in self._pairs], dtype=np.int64)
         return n.astype(np.int64)
 
-    def _normalise(self, count, n_pairs):
-        norm = self.n_frames
-        if self.norm in ("rdf", "density"):
-            norm = norm * shell_volumes(self.results.edges)
-        if self.norm == "rdf":
-            box_vol = self.results.volume_cum / self.n_frames
-            norm = norm * (np.asarray(n_pairs, dtype=np.float64)[..., None] / box_vol)
-        return count / norm
-
-    def _conclude(self):
-        res = self.results
+    def _normalise(self, res):
         res.species = list(self.species)
         res.n_atoms = np.diff(self._offsets)
         res.pairs = self._pairs.copy()
         res.pair_labels = [(self.species[a], self.species[b]) for a, b in self._pairs]
         res.count = res.count_uint64.astype(np.float64)
         res.n_pairs = self._pair_counts()
-        if self.norm == "rdf":
-            self.volume_cum = res.volume_cum
-        res.rdf = self._normalise(res.count, res.n_pairs)
+        res.rdf = self._normalised(res.count, res.n_pairs)
         res.cdf = np.cumsum(res.count, axis=1) / self.n_frames
         res.coordination = res.cdf / res.n_atoms[self._pairs[:, 0]][:, None]
         if self._disjoint:
@@ -392,7 +354,64 @@ class SpeciesRDF(RDFBase):
             res.total_count_uint64 = total
             res.total_count = total.astype(np.float64)
             res.total_n_pairs = int((res.n_pairs * mult.astype(np.int64)).sum())
-            res.total_rdf = self._normalise(res.total_count, res.total_n_pairs)
+            res.total_rdf = self._normalised(res.total_count, res.total_n_pairs)
+
+    def _output_parameters(self):
+        from ..outputs.io import jsonable
+
+        return {"exclude_same": self.exclude_same, "exclude_self": self.exclude_self,
+                "species": jsonable(self.species), "n_atoms": [len(g) for g in self.groups]}
+
+    @classmethod
+    def _curves(cls, results, parameters, *, pairs=None, total=False):
+        """One line per partial (`pairs`: the species pairs to draw, b around a), and the
+        total RDF (`total`). Without `pairs`, an intra-species partial whose first bin holds
+        the self pairs (rmin 0 and no exclusion) is drawn from its second bin on, so that the
+        spike of the zero distances does not flatten every curve."""
+        species = list(results.species)
+        if pairs is None:
+            chosen = [(int(a), int(b)) for a, b in results.pairs]
+        else:
+            chosen = [(_species_index(species, a), _species_index(species, b)) for a, b in pairs]
+        self_pairs = (not parameters.get("exclude_self") and not parameters.get("exclude_same")
+                      and float(parameters["range"][0]) == 0.0)
+        curves = []
+        for ia, ib in chosen:
+            k = _pair_index(results.pairs, ia, ib)
+            y = np.array(results.rdf[k], dtype=np.float64)
+            if pairs is None and ia == ib and self_pairs:
+                y[0] = np.nan
+            cn = np.asarray(results.cdf[k]) / results.n_atoms[ia]
+            cn_sem = (block_sem(results.block_cdf[:, k] / results.n_atoms[ia])
+                      if "block_cdf" in results else None)
+            sem = results.rdf_sem[k] if "rdf_sem" in results else None
+            curves.append(Curve(f"{species[ia]}–{species[ib]}", y, sem, cn, cn_sem))
+        if total:
+            if "total_rdf" not in results:
+                raise ValueError("total=True: these results have no total RDF (the species "
+                                 "overlap)")
+            y = np.array(results.total_rdf, dtype=np.float64)
+            if pairs is None and self_pairs:
+                y[0] = np.nan
+            curves.append(Curve("total", y, results.get("total_rdf_sem"), color="black"))
+        return curves
+
+    @staticmethod
+    def _partial(results, a, b):
+        """The partial of species `a` with species `b` of `results` (see :meth:`partial`)."""
+        ia = _species_index(results.species, a)
+        ib = _species_index(results.species, b)
+        k = _pair_index(results.pairs, ia, ib)
+        return Results(
+            index=k,
+            species=(results.species[ia], results.species[ib]),
+            count=results.count[k],
+            count_uint64=results.count_uint64[k],
+            rdf=results.rdf[k],
+            cdf=results.cdf[k],
+            coordination=results.cdf[k] / results.n_atoms[ia],
+            n_pairs=int(results.n_pairs[k]),
+        )
 
     def partial(self, a, b):
         """The partial of species `a` with species `b` (in either order).
@@ -406,26 +425,37 @@ class SpeciesRDF(RDFBase):
         """
         if "rdf" not in self.results:
             raise RuntimeError("call run() before partial()")
-        ia, ib = self._species_index(a), self._species_index(b)
-        k = self._index[(ia, ib)]
-        res = self.results
-        return Results(
-            index=k,
-            species=(self.species[ia], self.species[ib]),
-            count=res.count[k],
-            count_uint64=res.count_uint64[k],
-            rdf=res.rdf[k],
-            cdf=res.cdf[k],
-            coordination=res.cdf[k] / res.n_atoms[ia],
-            n_pairs=int(res.n_pairs[k]),
-        )
+        return self._partial(self.results, a, b)
 
-    def _species_index(self, label):
-        for k, s in enumerate(self.species):
-            if s == label or (isinstance(s, str) and isinstance(label, str) and
-                              s.lower() == label.lower() and
-                              sum(x.lower() == label.lower() for x in self.species
-                                  if isinstance(x, str)) == 1):
-                return k
-        raise KeyError(f"no species {label!r}; the species are {self.species!r}")
 
+
+def _species_index(species, label):
+    """Index of species `label` (a string label matches case-insensitively when that is
+    unambiguous)."""
+    for k, s in enumerate(species):
+        if s == label:
+            return k
+    lowered = [k for k, s in enumerate(species)
+               if isinstance(s, str) and isinstance(label, str) and s.lower() == label.lower()]
+    if len(lowered) == 1:
+        return lowered[0]
+    raise KeyError(f"no species {label!r}; the species are {species!r}")
+
+
+def _pair_index(pairs, a, b):
+    """Row of the species pair (a, b) (in either order)."""
+    pairs = np.asarray(pairs)
+    hit = np.flatnonzero(((pairs[:, 0] == a) & (pairs[:, 1] == b))
+                         | ((pairs[:, 0] == b) & (pairs[:, 1] == a)))
+    return int(hit[0])
+
+
+def _pair_labels(res):
+    """CSV label columns of the partials: pair index and the two species."""
+    species = [str(s) for s in res.species]
+    return {
+        "pair": ([str(k) for k in builtins.range(len(res.pairs))],
+                 "index of the species pair (row of results.rdf), or 'total'"),
+        "species_a": ([species[i] for i, _ in res.pairs], "first species"),
+        "species_b": ([species[j] for _, j in res.pairs], "second species"),
+    }

@@ -1,7 +1,8 @@
 r"""Saving and loading results, with the parameters of the run beside the numbers.
 
 Every analysis of the package (:class:`~mdakit_fastrdf.InterRDF`,
-:class:`~mdakit_fastrdf.SpeciesRDF`, :class:`~mdakit_fastrdf.InterRDF_s`) can be written to
+:class:`~mdakit_fastrdf.SpeciesRDF`, :class:`~mdakit_fastrdf.InterRDF_s`, and any analysis
+built on :class:`~mdakit_fastrdf.analysis.base.PairHistogramBase`) can be written to
 
 * ``.npz`` (NumPy, compressed; no extra dependency),
 * ``.csv`` (a table with a header naming the columns and their units, readable by any
@@ -32,31 +33,28 @@ import numpy as np
 from MDAnalysis.analysis.results import Results
 
 from .._version import __version__
+from ..analysis.declarations import analysis_class
 
 __all__ = ["RDFData", "load", "run_parameters", "save"]
 
 FORMAT = "mdakit_fastrdf"
-FORMAT_VERSION = 1
+#: 2: CSV tables described by the header's "table" entry (version 1 files have none).
+FORMAT_VERSION = 2
 _SUFFIXES = {".npz": "npz", ".csv": "csv", ".h5": "hdf5", ".hdf5": "hdf5"}
-_EXCLUDE_SAME_NAMES = {"resindices": "residue", "segindices": "segment", "chainIDs": "chain"}
-_NORM_UNITS = {"rdf": "1", "density": "Å^-3", "none": "pairs per frame"}
-_NORM_QUANTITY = {"rdf": "g(r) (dimensionless)", "density": "radial density (Å^-3)",
-                  "none": "pairs per frame"}
-_ANALYSES = ("InterRDF", "SpeciesRDF", "InterRDF_s")
 
 
 # --------------------------------------------------------------------------------------
 # parameters
 # --------------------------------------------------------------------------------------
 
-def _jsonable(value):
+def jsonable(value):
     """``value`` as plain JSON types (numpy scalars and arrays to Python, tuples to lists)."""
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     if isinstance(value, np.ndarray):
-        return _jsonable(value.tolist())
+        return jsonable(value.tolist())
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, Path):
@@ -70,17 +68,17 @@ def run_parameters(analysis) -> dict:
     """The parameters of the last run of `analysis`, as a JSON-serialisable dict.
 
     Keys: ``analysis`` (class name), ``version`` (of mdakit_fastrdf), ``mdanalysis_version``,
-    ``created`` (UTC), ``nbins``, ``range``, ``norm``, the exclusions (``exclusion_block``
-    and ``exclude_same`` for InterRDF; ``exclude_same`` and ``exclude_self`` for SpeciesRDF),
-    ``device`` (asked for), ``device_used`` (where the kernel ran, when this process ran it),
-    ``precision``, ``method``, ``n_threads``, ``start``, ``stop``, ``step``, ``backend``,
-    ``n_workers``, ``n_parts``, ``blocks``, ``n_frames``, ``frames`` (the frame indices),
-    the group sizes (``n_atoms1``/``n_atoms2``, the species and their sizes, or the sizes
-    of the site groups), and ``topology``/``trajectory`` (file names, when known).
+    ``created`` (UTC), ``nbins``, ``range``, ``norm``, ``device`` (asked for),
+    ``device_used`` (where the kernel ran, when this process ran it), ``precision``,
+    ``method``, ``n_threads``, ``start``, ``stop``, ``step``, ``backend``, ``n_workers``,
+    ``n_parts``, ``blocks``, ``n_frames``, ``frames`` (the frame indices),
+    ``topology``/``trajectory`` (file names, when known), and what the analysis adds
+    (``_output_parameters``: the exclusions and group sizes of InterRDF, the species and
+    their sizes of SpeciesRDF, the sizes of the site groups of InterRDF_s, ...).
 
     Parameters
     ----------
-    analysis : InterRDF, SpeciesRDF or InterRDF_s
+    analysis : InterRDF, SpeciesRDF, InterRDF_s or another analysis of the package
         An analysis after :meth:`run`.
 
     Returns
@@ -90,8 +88,11 @@ def run_parameters(analysis) -> dict:
     import MDAnalysis
 
     kind = type(analysis).__name__
-    if "rdf" not in analysis.results:
+    if not getattr(analysis, "_run_options", None) or "edges" not in analysis.results:
         raise RuntimeError(f"{kind} has no results yet: call run() before saving them")
+    universe = analysis._universe
+    engine = getattr(analysis, "_engine", None)
+    options = dict(getattr(analysis, "_run_options", {}) or {})
     p = {
         "analysis": kind,
         "version": __version__,
@@ -100,35 +101,19 @@ def run_parameters(analysis) -> dict:
         "nbins": int(analysis.rdf_settings["bins"]),
         "range": [float(v) for v in analysis.rdf_settings["range"]],
         "norm": analysis.norm,
+        "device": analysis.device,
+        "device_used": getattr(engine, "device_used", None),
+        "precision": analysis.precision,
+        "method": analysis.method,
+        "n_threads": analysis.n_threads,
     }
-    if kind == "InterRDF":
-        block = analysis._exclusion_block
-        p["exclusion_block"] = None if block is None else [int(v) for v in block]
-        p["exclude_same"] = _EXCLUDE_SAME_NAMES.get(analysis.exclude_same)
-        p["n_atoms1"], p["n_atoms2"] = len(analysis.g1), len(analysis.g2)
-        universe = analysis.g1.universe
-    elif kind == "SpeciesRDF":
-        p["exclude_same"] = analysis.exclude_same
-        p["exclude_self"] = analysis.exclude_self
-        p["species"] = _jsonable(analysis.species)
-        p["n_atoms"] = [len(g) for g in analysis.groups]
-        universe = analysis.atomgroup.universe
-    else:
-        p["group_sizes"] = [[len(a), len(b)] for a, b in analysis.ags]
-        universe = analysis.ags[0][0].universe
-    engine = getattr(analysis, "_engine", None)
-    p["device"] = analysis.device
-    p["device_used"] = getattr(engine, "device_used", None) if kind != "InterRDF_s" else "cpu"
-    p["precision"] = analysis.precision
-    p["method"] = getattr(analysis, "method", "sites")
-    p["n_threads"] = analysis.n_threads
-    options = dict(getattr(analysis, "_run_options", {}) or {})
     for key in ("start", "stop", "step", "backend", "n_workers", "n_parts", "blocks"):
-        p[key] = _jsonable(options.get(key))
+        p[key] = jsonable(options.get(key))
     p["n_frames"] = int(analysis.n_frames)
     p["frames"] = [int(f) for f in np.asarray(analysis.frames)]
-    p["topology"] = _jsonable(getattr(universe, "filename", None))
-    p["trajectory"] = _jsonable(getattr(universe.trajectory, "filename", None))
+    p["topology"] = jsonable(getattr(universe, "filename", None))
+    p["trajectory"] = jsonable(getattr(universe.trajectory, "filename", None))
+    p.update(jsonable(analysis._output_parameters()))
     return p
 
 
@@ -142,7 +127,8 @@ class RDFData:
     Attributes
     ----------
     analysis : str
-        ``'InterRDF'``, ``'SpeciesRDF'`` or ``'InterRDF_s'``: the class that computed them.
+        The name of the analysis class that computed them (``'InterRDF'``,
+        ``'SpeciesRDF'``, ``'InterRDF_s'``, ...).
     results : MDAnalysis.analysis.results.Results
         The same fields as the analysis' ``results`` (``bins``, ``edges``, ``count``,
         ``rdf``, ..., and ``block_*``/``*_sem`` after a run with blocks).
@@ -154,8 +140,7 @@ class RDFData:
     """
 
     def __init__(self, analysis, results, parameters, frames=None, times=None):
-        if analysis not in _ANALYSES:
-            raise ValueError(f"unknown analysis {analysis!r}; expected one of {_ANALYSES}")
+        self.cls = analysis_class(analysis)  # ValueError for an unknown name
         self.analysis = analysis
         self.results = results
         self.parameters = parameters
@@ -175,22 +160,17 @@ class RDFData:
 
     @property
     def species(self):
-        """Species labels (SpeciesRDF only)."""
+        """Species labels (analyses with species, such as SpeciesRDF)."""
         return self.results.species
 
     def partial(self, a, b):
-        """The partial of species `a` with species `b` (SpeciesRDF), as
-        :meth:`mdakit_fastrdf.SpeciesRDF.partial`."""
-        if self.analysis != "SpeciesRDF":
-            raise TypeError(f"partial() needs SpeciesRDF results, these are {self.analysis}")
-        res = self.results
-        ia, ib = _species_index(res.species, a), _species_index(res.species, b)
-        k = _pair_index(res.pairs, ia, ib)
-        return Results(
-            index=k, species=(res.species[ia], res.species[ib]), count=res.count[k],
-            count_uint64=res.count_uint64[k], rdf=res.rdf[k], cdf=res.cdf[k],
-            coordination=res.cdf[k] / res.n_atoms[ia], n_pairs=int(res.n_pairs[k]),
-        )
+        """The partial of species `a` with species `b`, as
+        :meth:`mdakit_fastrdf.SpeciesRDF.partial` (analyses with species pairs only)."""
+        partial = getattr(self.cls, "_partial", None)
+        if partial is None:
+            raise TypeError(f"partial() needs results with species pairs (e.g. SpeciesRDF); "
+                            f"these are {self.analysis} results")
+        return partial(self.results, a, b)
 
     def plot(self, ax=None, **kwargs):
         """Plot (see :func:`mdakit_fastrdf.plot`); returns the matplotlib Axes."""
@@ -207,24 +187,6 @@ class RDFData:
                 f"{self.n_frames} frames, norm={self.norm!r}>")
 
 
-def _species_index(species, label):
-    for k, s in enumerate(species):
-        if s == label:
-            return k
-    lowered = [k for k, s in enumerate(species)
-               if isinstance(s, str) and isinstance(label, str) and s.lower() == label.lower()]
-    if len(lowered) == 1:
-        return lowered[0]
-    raise KeyError(f"no species {label!r}; the species are {species!r}")
-
-
-def _pair_index(pairs, a, b):
-    pairs = np.asarray(pairs)
-    hit = np.flatnonzero(((pairs[:, 0] == a) & (pairs[:, 1] == b)) |
-                         ((pairs[:, 0] == b) & (pairs[:, 1] == a)))
-    return int(hit[0])
-
-
 def _as_data(obj, metadata=None) -> RDFData:
     """An :class:`RDFData` view of an analysis (after run) or of loaded data."""
     if isinstance(obj, RDFData):
@@ -235,7 +197,7 @@ def _as_data(obj, metadata=None) -> RDFData:
         data = RDFData(type(obj).__name__, obj.results, parameters,
                        np.asarray(obj.frames), np.asarray(obj.times))
     if metadata:
-        metadata = _jsonable(dict(metadata))
+        metadata = jsonable(dict(metadata))
         clash = sorted(k for k, v in metadata.items() if k in parameters and parameters[k] != v)
         if clash:
             raise ValueError(f"metadata must not change the run's parameters {clash}")
@@ -265,7 +227,7 @@ def _encode(value, path, arrays):
                                        for i, v in enumerate(value)]}
     tuples = (isinstance(value, list) and bool(value)
               and all(isinstance(v, tuple) for v in value))
-    return {"t": "json", "v": _jsonable(value), "tuples": tuples,
+    return {"t": "json", "v": jsonable(value), "tuples": tuples,
             "float": isinstance(value, (float, np.floating))}
 
 
@@ -306,29 +268,15 @@ def _uninline(inlined):
     return out
 
 
-def _units(name, norm):
-    """Units of a results field (for the HDF5 attributes and the CSV header)."""
-    base = name
-    for prefix in ("block_",):
-        if base.startswith(prefix):
-            base = base[len(prefix):]
-    if base.endswith("_sem"):
-        base = base[:-4]
-    if base in ("bins", "edges"):
-        return "Å"
-    if base in ("volume_cum",):
-        return "Å^3"
-    if base in ("rdf", "total_rdf"):
-        return _NORM_UNITS[norm]
-    if base in ("count", "count_uint64", "total_count", "total_count_uint64"):
-        return "pairs summed over frames"
-    if base == "cdf":
-        return "pairs per frame"
-    if base == "coordination":
-        return "atoms"
-    if base in ("n_frames",):
+def _units(spec, name, norm):
+    """Units of results field `name` (HDF5 attributes, CSV header) from the declaration
+    `spec` of the analysis."""
+    if name in ("n_frames", "block_n_frames"):
         return "frames"
-    return ""
+    if name == "block_volume_cum":
+        return "Å^3"
+    field = spec.field(name)
+    return "" if field is None else field.unit_for(norm)
 
 
 # --------------------------------------------------------------------------------------
@@ -523,7 +471,7 @@ def _save_hdf5(data, path):
             big = arr.size >= 4096
             ds = res.create_dataset(name.replace(".", "/"), data=arr,
                                     compression="gzip" if big else None)
-            ds.attrs["units"] = _units(name.split(".")[0], data.norm)
+            ds.attrs["units"] = _units(data.cls.outputs, name.split(".")[0], data.norm)
         for name, spec in layout.items():
             if spec["t"] == "json":
                 res.attrs[name] = json.dumps(spec["v"])
@@ -553,170 +501,124 @@ def _load_hdf5(path):
 
 # -- CSV ------------------------------------------------------------------------------
 
-def _fmt_float(values):
-    return [repr(v) for v in np.asarray(values, dtype=np.float64).ravel().tolist()]
+def _fmt(values, integer):
+    values = np.asarray(values)
+    if integer:
+        return [str(v) for v in values.ravel().astype(np.uint64).tolist()]
+    return [repr(v) for v in values.astype(np.float64).ravel().tolist()]
 
 
-def _fmt_int(values):
-    return [str(v) for v in np.asarray(values).ravel().astype(np.uint64).tolist()]
+def _flat(value):
+    """A per-bin field (array, or list of arrays) as one flat array, rows in order."""
+    if isinstance(value, list):
+        return np.concatenate([np.asarray(v).ravel() for v in value])
+    return np.asarray(value).ravel()
 
 
-class _Table:
-    """Columns of strings of equal length, with a description of each."""
-
-    def __init__(self):
-        self.columns = {}
-        self.about = {}
-
-    def add(self, name, values, about):
-        self.columns.setdefault(name, []).extend(values)
-        self.about.setdefault(name, about)
+def _shape(value):
+    return [list(np.shape(v)) for v in value] if isinstance(value, list) else list(np.shape(value))
 
 
-def _table_fields(data):
-    """The per-bin results fields that go into the CSV table (the rest goes in the header).
-    """
-    res = data.results
-    names = {"bins", "edges", "count", "count_uint64", "rdf", "rdf_sem", "block_rdf",
-             "block_count_uint64", "block_count", "cdf", "cdf_sem", "block_cdf",
-             "coordination", "coordination_sem", "block_coordination", "total_count",
-             "total_count_uint64", "total_rdf", "total_rdf_sem", "block_total_rdf"}
-    return {n for n in names if n in res}
+def _dtype(value):
+    return np.asarray(value[0] if isinstance(value, list) else value).dtype.str
 
 
-def _per_bin_columns(table, res, rows, n_rows_bins, norm, n_frames):
-    """Add the r columns and the fields of one row group: `rows` maps a column name to
-    (array of shape (..., nbins) flattened in row order, kind, description)."""
+def _blocks(value):
+    """The rows of a ``block_*`` field: (B, ...) array, or a list of (B, ...) arrays."""
+    if isinstance(value, list):
+        return [[np.asarray(v)[b] for v in value] for b in range(len(value[0]))]
+    return [np.asarray(value)[b] for b in range(len(value))]
+
+
+def _csv_tables(data):
+    """The CSV table: ``(columns, about, table)``: columns of strings, their descriptions, and
+    the description of each group of rows that :func:`_load_csv` reads back (its row count
+    and ``{field: [column, shape, integer]}``), from the analysis' declaration."""
+    spec, res, norm = data.cls.outputs, data.results, data.norm
+    nbins = len(res.bins)
     edges = np.asarray(res.edges, dtype=np.float64)
-    bins = np.asarray(res.bins, dtype=np.float64)
-    reps = n_rows_bins // len(bins)
-    table.add("r_angstrom", _fmt_float(np.tile(bins, reps)), "bin centre (Å)")
-    table.add("r_lo_angstrom", _fmt_float(np.tile(edges[:-1], reps)), "lower bin edge (Å)")
-    table.add("r_hi_angstrom", _fmt_float(np.tile(edges[1:], reps)), "upper bin edge (Å)")
-    for name, (values, kind, about) in rows.items():
-        if values is None:
-            table.add(name, [""] * n_rows_bins, about)
-        elif kind == "int":
-            table.add(name, _fmt_int(values), about)
-        else:
-            table.add(name, _fmt_float(values), about)
-
-
-def _block_columns(rows, res, field, column, kind, about, select=lambda a: a):
-    """Columns ``<column>_block_<b>`` of the results field ``block_<field>``."""
-    key = "block_" + field
-    if key not in res:
-        return
-    blocks = res[key]
-    for b in range(len(blocks) if not isinstance(blocks, list) else len(blocks[0])):
-        if isinstance(blocks, list):
-            values = np.concatenate([np.asarray(x[b]).ravel() for x in blocks])
-        else:
-            values = select(np.asarray(blocks[b]))
-        rows[f"{column}_block_{b}"] = (values, kind, f"{about}, block {b}")
+    columns, about, groups = {}, {}, []
+    label_names = []
+    for table in spec.tables:
+        if not any(name in res for name in table.fields):
+            continue
+        labels = table.labels(res) if table.labels is not None else {}
+        for name in labels:
+            if name not in label_names:
+                label_names.append(name)
+        # column -> (field, value, integer, description): the fields, their standard
+        # errors, then their blocks
+        main, sems, blocks = {}, {}, {}
+        for name in table.fields:
+            if name not in res:
+                continue
+            field, column = spec.field(name), spec.column(name, table)
+            integer = field is not None and field.integer
+            text = field.about_for(norm) if field is not None else name
+            main[column] = (name, res[name], integer, text)
+            if name + "_sem" in res:
+                sems[column + "_sem"] = (name + "_sem", res[name + "_sem"], False,
+                                         f"standard error of the block mean of {column}")
+            if "block_" + name in res:
+                for b, value in enumerate(_blocks(res["block_" + name])):
+                    blocks[f"{column}_block_{b}"] = (f"block_{name}.{b}", value, integer,
+                                                     f"{column}, block {b}")
+        per_bin = {**main, **sems, **blocks}
+        n_rows = len(_flat(next(iter(per_bin.values()))[1]))
+        groups.append((n_rows, labels, per_bin))
+    # columns in order: labels, r, then the value columns of every group
+    value_names = []
+    for _, _, per_bin in groups:
+        for column in per_bin:
+            if column not in value_names:
+                value_names.append(column)
+    names = label_names + ["r_angstrom", "r_lo_angstrom", "r_hi_angstrom"] + value_names
+    columns = {name: [] for name in names}
+    about.update({"r_angstrom": "bin centre (Å)", "r_lo_angstrom": "lower bin edge (Å)",
+                  "r_hi_angstrom": "upper bin edge (Å)"})
+    described = []
+    for n_rows, labels, per_bin in groups:
+        reps = n_rows // nbins
+        for name in label_names:
+            values, text = labels.get(name, ([""] * reps, ""))
+            columns[name].extend(v for v in values for _ in range(nbins))
+            if text:
+                about.setdefault(name, text)
+        columns["r_angstrom"].extend(_fmt(np.tile(res.bins, reps), False))
+        columns["r_lo_angstrom"].extend(_fmt(np.tile(edges[:-1], reps), False))
+        columns["r_hi_angstrom"].extend(_fmt(np.tile(edges[1:], reps), False))
+        fields = {}
+        for name in value_names:
+            if name in per_bin:
+                field, value, integer, text = per_bin[name]
+                columns[name].extend(_fmt(_flat(value), integer))
+                about.setdefault(name, text)
+                fields[field] = [name, _shape(value), integer, _dtype(value)]
+            else:
+                columns[name].extend([""] * n_rows)
+        described.append({"rows": n_rows, "fields": fields})
+    return columns, about, described
 
 
 def _save_csv(data, path):
-    res, norm, kind = data.results, data.norm, data.analysis
-    n_frames = data.n_frames
-    quantity = _NORM_QUANTITY[norm]
-    table = _Table()
-    nbins = len(res.bins)
-    sem = "standard error of the block mean"
-    if kind == "InterRDF":
-        rows = {
-            "rdf": (res.rdf, "float", quantity),
-            "count": (res.count_uint64, "int", f"pairs in the bin summed over {n_frames} frames"),
-        }
-        if "rdf_sem" in res:
-            rows["rdf_sem"] = (res.rdf_sem, "float", f"{sem} of rdf")
-        _block_columns(rows, res, "count_uint64", "count", "int", "pairs")
-        _block_columns(rows, res, "rdf", "rdf", "float", quantity)
-        _per_bin_columns(table, res, rows, nbins, norm, n_frames)
-    elif kind == "SpeciesRDF":
-        n_pairs = len(res.pairs)
-        species = [str(s) for s in res.species]
-        a = [species[i] for i, _ in res.pairs for _ in range(nbins)]
-        b = [species[j] for _, j in res.pairs for _ in range(nbins)]
-        table.add("pair", [str(k) for k in range(n_pairs) for _ in range(nbins)],
-                  "index of the species pair (row of results.rdf), or 'total'")
-        table.add("species_a", a, "first species")
-        table.add("species_b", b, "second species")
-        rows = {
-            "rdf": (res.rdf, "float", quantity),
-            "count": (res.count_uint64, "int", f"pairs summed over {n_frames} frames"),
-            "cdf": (res.cdf, "float", "cumulative pairs per frame"),
-            "coordination": (res.coordination, "float",
-                             "running coordination number of b around a (atoms)"),
-        }
-        for f in ("rdf", "cdf", "coordination"):
-            if f + "_sem" in res:
-                rows[f + "_sem"] = (res[f + "_sem"], "float", f"{sem} of {f}")
-        _block_columns(rows, res, "count_uint64", "count", "int", "pairs")
-        for f in ("rdf", "cdf", "coordination"):
-            _block_columns(rows, res, f, f, "float", f)
-        _per_bin_columns(table, res, rows, n_pairs * nbins, norm, n_frames)
-        if "total_rdf" in res:
-            table.add("pair", ["total"] * nbins, "")
-            table.add("species_a", ["*"] * nbins, "")
-            table.add("species_b", ["*"] * nbins, "")
-            total_rows = {name: (None, "float", "") for name in rows}
-            total_rows["rdf"] = (res.total_rdf, "float", "")
-            total_rows["count"] = (res.total_count_uint64, "int", "")
-            if "total_rdf_sem" in res:
-                total_rows["rdf_sem"] = (res.total_rdf_sem, "float", "")
-            if "block_total_rdf" in res:
-                for bk in range(len(res.block_total_rdf)):
-                    total_rows[f"rdf_block_{bk}"] = (res.block_total_rdf[bk], "float", "")
-            _per_bin_columns(table, res, total_rows, nbins, norm, n_frames)
-    else:  # InterRDF_s
-        groups, ii, jj, ai, aj = [], [], [], [], []
-        for k, count in enumerate(res.count):
-            n1, n2, _ = count.shape
-            i, j, _ = np.indices(count.shape)
-            groups.append(np.full(count.size, k))
-            ii.append(i.ravel())
-            jj.append(j.ravel())
-            ai.append(np.asarray(res.indices[k][0])[i.ravel()])
-            aj.append(np.asarray(res.indices[k][1])[j.ravel()])
-        cat = np.concatenate
-        table.add("group_pair", [str(v) for v in cat(groups).tolist()],
-                  "index of the pair of groups in ags")
-        table.add("i", [str(v) for v in cat(ii).tolist()], "atom of the first group (position)")
-        table.add("j", [str(v) for v in cat(jj).tolist()], "atom of the second group (position)")
-        table.add("index_i", [str(v) for v in cat(ai).tolist()], "atom index (Atom.index)")
-        table.add("index_j", [str(v) for v in cat(aj).tolist()], "atom index (Atom.index)")
-        flat = lambda arrays: cat([np.asarray(x).ravel() for x in arrays])  # noqa: E731
-        rows = {
-            "rdf": (flat(res.rdf), "float", quantity),
-            "count": (flat(res.count), "int", f"frames with the pair in the bin ({n_frames})"),
-        }
-        if "cdf" in res:
-            rows["cdf"] = (flat(res.cdf), "float", "cumulative count per frame")
-        if "rdf_sem" in res:
-            rows["rdf_sem"] = (flat(res.rdf_sem), "float", f"{sem} of rdf")
-        _block_columns(rows, res, "count", "count", "int", "count")
-        _block_columns(rows, res, "rdf", "rdf", "float", quantity)
-        n_rows = sum(np.asarray(c).size for c in res.count)
-        _per_bin_columns(table, res, rows, n_rows, norm, n_frames)
-
-    # everything that is not a per-bin column goes into the header
-    skip = _table_fields(data)
-    header_results = Results({k: v for k, v in res.items() if k not in skip})
-    if kind == "InterRDF_s":
-        header_results["shapes"] = [list(np.asarray(c).shape) for c in res.count]
+    res = data.results
+    columns, about, table = _csv_tables(data)
+    tabled = {f.split(".")[0] for group in table for f in group["fields"]}
+    tabled |= {name[:-len("_uint64")] for name in tabled if name.endswith("_uint64")}
+    header_results = Results({k: v for k, v in res.items() if k not in tabled})
     arrays, layout = _encode_results(header_results)
     header = _meta(data, layout)
     header["arrays"] = _inline(arrays)
-    header["columns"] = sorted(skip)
+    header["table"] = table
     header["times"] = [repr(float(t)) for t in data.times.tolist()]
-    units = "; ".join(f"{name}: {about}" for name, about in table.about.items() if about)
+    units = "; ".join(f"{name}: {text}" for name, text in about.items()
+                      if text and name in columns)
     with open(path, "w", encoding="utf-8", newline="") as fh:
         fh.write(f"# mdakit-fastrdf {json.dumps(header, ensure_ascii=False)}\n")
         fh.write(f"# columns: {units}\n")
         writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(table.columns)
-        writer.writerows(zip(*table.columns.values()))
+        writer.writerow(columns)
+        writer.writerows(zip(*columns.values()))
 
 
 def _load_csv(path):
@@ -727,6 +629,11 @@ def _load_csv(path):
             raise ValueError(f"{str(path)!r} was not written by mdakit_fastrdf (first line)")
         header = json.loads(first[len(tag):])
         _check_meta(header, path)
+        if "table" not in header:
+            raise ValueError(
+                f"{str(path)!r} is a CSV file of format version "
+                f"{header.get('format_version')}, whose table this version cannot read back; "
+                "load the .npz or .h5 file of the same run, or run the analysis again")
         body = "".join(line for line in fh if not line.startswith("#"))
     reader = csv.reader(_io.StringIO(body))
     names = next(reader)
@@ -734,81 +641,44 @@ def _load_csv(path):
     for row in reader:
         for name, value in zip(names, row):
             cols[name].append(value)
-    kind = header["analysis"]
     res = _decode_results(header["layout"], _uninline(header["arrays"]))
-    fields = set(header["columns"])
-
-    def floats(values):
-        return np.array([float(v) for v in values], dtype=np.float64)
-
-    def ints(values):
-        return np.array([int(v) for v in values], dtype=np.uint64)
-
-    blocks = sorted({int(n.rsplit("_", 1)[1]) for n in names if "_block_" in n})
-    if kind == "InterRDF_s":
-        shapes = res.pop("shapes")
-        sizes = [int(np.prod(s)) for s in shapes]
-        splits = np.cumsum(sizes)[:-1]
-
-        def per_group(values, dtype=np.float64):
-            arr = np.asarray(values, dtype=dtype)
-            return [part.reshape(s) for part, s in zip(np.split(arr, splits), shapes)]
-
-        nbins = shapes[0][-1]
-        lo, hi = floats(cols["r_lo_angstrom"][:nbins]), floats(cols["r_hi_angstrom"][:nbins])
-        res.edges = np.append(lo, hi[-1])
-        res.bins = floats(cols["r_angstrom"][:nbins])
-        res.count = per_group(floats(cols["count"]))
-        res.rdf = per_group(floats(cols["rdf"]))
-        if "cdf" in fields:
-            res.cdf = per_group(floats(cols["cdf"]))
-        if "rdf_sem" in fields:
-            res.rdf_sem = per_group(floats(cols["rdf_sem"]))
-        if "block_count" in fields:
-            per_block = [per_group(floats(cols[f"count_block_{b}"])) for b in blocks]
-            res.block_count = [np.stack(v) for v in zip(*per_block)]
-        if "block_rdf" in fields:
-            per_block = [per_group(floats(cols[f"rdf_block_{b}"])) for b in blocks]
-            res.block_rdf = [np.stack(v) for v in zip(*per_block)]
-    else:
-        if kind == "SpeciesRDF":
-            is_total = np.array([p == "total" for p in cols["pair"]])
+    start = 0
+    blocks = {}
+    for k, group in enumerate(header["table"]):
+        stop = start + group["rows"]
+        for field, (column, shape, integer, dtype) in group["fields"].items():
+            raw = cols[column][start:stop]
+            flat = np.array([int(v) for v in raw] if integer else [float(v) for v in raw],
+                            dtype=np.uint64 if integer else np.float64).astype(dtype)
+            if shape and isinstance(shape[0], list):  # a list of arrays
+                sizes = [int(np.prod(s)) for s in shape]
+                parts = np.split(flat, np.cumsum(sizes)[:-1])
+                value = [p.reshape(s) for p, s in zip(parts, shape)]
+            else:
+                value = flat.reshape(shape)
+            if field.startswith("block_"):
+                name, b = field.split(".")
+                blocks.setdefault(name, {})[int(b)] = value
+            else:
+                res[field] = value
+        start = stop
+    for name, parts in blocks.items():
+        rows = [parts[b] for b in sorted(parts)]
+        if isinstance(rows[0], list):
+            res[name] = [np.stack(v) for v in zip(*rows)]
         else:
-            is_total = np.zeros(len(cols["r_angstrom"]), dtype=bool)
-        keep = np.flatnonzero(~is_total)
-        total = np.flatnonzero(is_total)
-
-        def column(name, conv, rows):
-            values = cols[name]
-            return conv([values[i] for i in rows])
-
-        bins = column("r_angstrom", floats, keep)
-        nbins = len(bins) if kind == "InterRDF" else len(bins) // len(res.pairs)
-        shape = (nbins,) if kind == "InterRDF" else (len(res.pairs), nbins)
-        res.bins = bins[:nbins]
-        res.edges = np.append(column("r_lo_angstrom", floats, keep)[:nbins],
-                              column("r_hi_angstrom", floats, keep)[nbins - 1])
-        res.count_uint64 = column("count", ints, keep).reshape(shape)
-        res.count = res.count_uint64.astype(np.float64)
-        res.rdf = column("rdf", floats, keep).reshape(shape)
-        for f in ("cdf", "coordination", "rdf_sem", "cdf_sem", "coordination_sem"):
-            if f in fields:
-                res[f] = column(f, floats, keep).reshape(shape)
-        if "block_count_uint64" in fields:
-            res.block_count_uint64 = np.stack(
-                [column(f"count_block_{b}", ints, keep).reshape(shape) for b in blocks])
-        for f in ("rdf", "cdf", "coordination"):
-            if "block_" + f in fields:
-                res["block_" + f] = np.stack(
-                    [column(f"{f}_block_{b}", floats, keep).reshape(shape) for b in blocks])
-        if kind == "SpeciesRDF" and len(total):
-            res.total_count_uint64 = column("count", ints, total)
-            res.total_count = res.total_count_uint64.astype(np.float64)
-            res.total_rdf = column("rdf", floats, total)
-            if "total_rdf_sem" in fields:
-                res.total_rdf_sem = column("rdf_sem", floats, total)
-            if "block_total_rdf" in fields:
-                res.block_total_rdf = np.stack(
-                    [column(f"rdf_block_{b}", floats, total) for b in blocks])
+            res[name] = np.stack(rows)
+    # bin centres and edges from the first rows
+    shape = next(iter(header["table"][0]["fields"].values()))[1]
+    nbins = shape[0][-1] if shape and isinstance(shape[0], list) else shape[-1]
+    res.bins = np.array([float(v) for v in cols["r_angstrom"][:nbins]])
+    res.edges = np.append(np.array([float(v) for v in cols["r_lo_angstrom"][:nbins]]),
+                          float(cols["r_hi_angstrom"][nbins - 1]))
+    # float64 twins of exact integer counts
+    spec = analysis_class(header["analysis"]).outputs
+    for f in spec.fields:
+        if f.name.endswith("_uint64") and f.name in res and f.name[:-7] not in res:
+            res[f.name[:-7]] = res[f.name].astype(np.float64)
     times = np.array([float(t) for t in header.get("times", [])], dtype=np.float64)
-    return RDFData(kind, res, header["parameters"], header["parameters"].get("frames"), times)
+    return RDFData(header["analysis"], res, header["parameters"],
+                   header["parameters"].get("frames"), times)

@@ -1,0 +1,76 @@
+"""Per-frame host time of the analyses: what the Python layer costs around the kernel.
+
+Times ``run()`` over the 10 frames of the adk demo trajectory preloaded in memory (no file
+reading), best of ``--repeat``:
+
+* ``adk OW-OW``: InterRDF of the 11,084 water oxygens (75 bins, 15 Å, self pairs
+  excluded), kernel-dominated;
+* ``tiny``: InterRDF of 64 oxygens, where the kernel takes microseconds and the per-frame
+  host work (box, gather, coordinate preparation, engine call) is what is measured;
+* ``sites``: InterRDF_s of two pairs of small groups (MDAnalysis's own test case size),
+  beside MDAnalysis's InterRDF_s in the same run;
+* ``species``: SpeciesRDF by element of the protein and ions.
+
+To compare two checkouts in one run, call it once per tree with ``PYTHONPATH`` set::
+
+    PYTHONPATH=/path/to/old python benchmarks/bench_host.py --label before
+    python benchmarks/bench_host.py --label after
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import time
+import warnings
+
+import MDAnalysis as mda
+from MDAnalysis.analysis import rdf as mda_rdf
+from MDAnalysisTests.datafiles import TPR, XTC
+
+import mdakit_fastrdf
+from mdakit_fastrdf import InterRDF, InterRDF_s, SpeciesRDF
+
+
+def best(fn, repeat):
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--label", default="")
+    args = parser.parse_args(argv)
+    warnings.simplefilter("ignore")
+    u = mda.Universe(TPR, XTC, in_memory=True)
+    n = len(u.trajectory)
+    ow = u.select_atoms("name OW")
+    tiny = ow[:64]
+    s1, s2 = ow[:3], u.select_atoms("name HW1")[:2]
+    s3, s4 = ow[3:5], u.select_atoms("name HW2")[:3]
+    prot = u.select_atoms("protein or resname NA+ CL-")
+    cases = [
+        ("adk OW-OW", lambda: InterRDF(ow, ow, exclusion_block=(1, 1)).run()),
+        ("tiny (64 atoms)", lambda: InterRDF(tiny, tiny, exclusion_block=(1, 1)).run()),
+        ("sites (2 small pairs)", lambda: InterRDF_s(u, [[s1, s2], [s3, s4]]).run()),
+        ("  MDAnalysis InterRDF_s", lambda: mda_rdf.InterRDF_s(u, [[s1, s2], [s3, s4]]).run()),
+        ("species (protein+ions)", lambda: SpeciesRDF(prot, by="element").run()),
+    ]
+    print(f"# bench_host {args.label}: mdakit_fastrdf from {mdakit_fastrdf.__file__}")
+    print(f"# {platform.processor() or platform.machine()}, {n} frames in memory, "
+          f"best of {args.repeat}")
+    print(f"| case | ms per frame {args.label} |")
+    print("| --- | --- |")
+    for name, fn in cases:
+        fn()  # warm up (compiled state, caches)
+        t = best(fn, args.repeat)
+        print(f"| {name} | {1e3 * t / n:.3f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""Argument checks shared by every analysis (one place for each rule and its message)."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ..engine import MAX_BINS
+
+__all__ = [
+    "EXCLUDE_SAME", "NORMS", "check_atomgroup", "check_exclude_same", "check_keywords",
+    "check_nbins", "check_norm", "check_range",
+]
+
+#: Normalisations of the histograms.
+NORMS = ("rdf", "density", "none")
+
+#: ``exclude_same`` names and the AtomGroup attribute whose equal values exclude a pair.
+EXCLUDE_SAME = {"residue": "resindices", "segment": "segindices", "chain": "chainIDs"}
+
+
+def check_keywords(cls_name, kwargs):
+    """TypeError for keyword arguments an analysis does not take.
+
+    MDAnalysis's ``AnalysisBase`` swallows unknown keywords; here a typo such as
+    ``exclude_slef=True`` must not pass silently."""
+    unknown = sorted(k for k in kwargs if k != "verbose")
+    if unknown:
+        names = ", ".join(repr(k) for k in unknown)
+        raise TypeError(
+            f"{cls_name}() got unexpected keyword argument(s) {names}; see help({cls_name}) "
+            "for the parameters it takes"
+        )
+
+
+def check_atomgroup(ag, name):
+    """TypeError/ValueError unless ``ag`` is a static, non-empty AtomGroup."""
+    from MDAnalysis.core.groups import AtomGroup, UpdatingAtomGroup
+
+    if not isinstance(ag, AtomGroup):
+        raise TypeError(f"{name} must be an MDAnalysis AtomGroup, got {type(ag).__name__}")
+    if isinstance(ag, UpdatingAtomGroup):
+        raise ValueError(
+            f"{name} is an UpdatingAtomGroup; its size changes between frames, which the "
+            f"normalisation of InterRDF cannot describe. Pass a static AtomGroup "
+            f"(e.g. {name}.atoms) or select per frame yourself."
+        )
+    if len(ag) == 0:
+        raise ValueError(f"{name} is an empty AtomGroup: select at least one atom")
+
+
+def check_nbins(nbins, limit=MAX_BINS):
+    """``nbins`` as an int: an integer from 1 to `limit` (None: no upper limit)."""
+    if isinstance(nbins, bool) or not isinstance(nbins, numbers.Integral):
+        raise TypeError(f"nbins must be an integer, got {nbins!r}")
+    if nbins < 1:
+        raise ValueError(f"nbins must be >= 1, got {nbins}")
+    if limit is not None and nbins > limit:
+        raise ValueError(
+            f"nbins={nbins} is more than the {limit:,} bins the kernels take "
+            f"(the counts alone would need {8 * nbins / 2**30:.2f} GiB per histogram)"
+        )
+    return int(nbins)
+
+
+def check_range(rng):
+    """``(rmin, rmax)`` as floats: finite, ``0 <= rmin < rmax``."""
+    try:
+        rmin, rmax = (float(v) for v in rng)
+    except (TypeError, ValueError):
+        raise ValueError(f"range must be a pair (rmin, rmax) of numbers, got {rng!r}") from None
+    if not (np.isfinite(rmin) and np.isfinite(rmax)):
+        raise ValueError(f"range must be finite, got {rng!r}")
+    if rmin < 0:
+        raise ValueError(f"range: rmin must be >= 0 (distances are never negative), got {rng!r}")
+    if not rmax > rmin:
+        raise ValueError(f"range must be increasing (rmin < rmax), got {rng!r}")
+    return rmin, rmax
+
+
+def check_norm(norm):
+    """``norm`` lower-cased, one of :data:`NORMS` (MDAnalysis's message otherwise)."""
+    norm = str(norm).lower()
+    if norm not in NORMS:
+        raise ValueError(f"'{norm}' is an invalid norm. Use 'rdf', 'density' or 'none'.")
+    return norm
+
+
+def check_exclude_same(exclude_same, cls_name="InterRDF"):
+    """``exclude_same`` (None, 'residue', 'segment' or 'chain'), with MDAnalysis's message."""
+    if exclude_same is not None and exclude_same not in EXCLUDE_SAME:
+        raise ValueError(
+            f"The exclude_same argument to {cls_name} must be None, 'residue', 'segment' "
+            "or 'chain'."
+        )
+    return exclude_same

@@ -1,0 +1,167 @@
+r"""What an analysis declares about its outputs, so that saving, loading, plotting and the
+command line need no knowledge of it by name.
+
+An analysis class sets ``outputs = OutputSpec(...)``:
+
+* :class:`Field` entries name its results arrays, their units and descriptions, whether
+  they are integers, and whether ``run(blocks=...)`` gives them a standard error;
+* :class:`Table` entries say how the per-bin arrays become rows of a CSV table (one row per
+  leading index and bin), with label columns that say what each row is.
+
+It also implements, where it applies, :meth:`~PairHistogramBase._output_parameters` (the
+parameters saved beside the numbers), :meth:`~PairHistogramBase._curves` (what
+:func:`~mdakit_fastrdf.plot` draws) and ``_partial`` (one species pair of loaded results).
+Every concrete analysis class is registered under its name, which is what a file stores;
+:func:`analysis_class` returns the class of a name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+__all__ = ["Curve", "Field", "OutputSpec", "Table", "analysis_class", "histogram_fields",
+           "register"]
+
+#: Units of the normalised histograms for each ``norm``.
+NORM_UNITS = {"rdf": "1", "density": "Å^-3", "none": "pairs per frame"}
+#: What the normalised histogram is for each ``norm``.
+NORM_QUANTITY = {"rdf": "g(r) (dimensionless)", "density": "radial density (Å^-3)",
+                 "none": "pairs per frame"}
+#: A :attr:`Field.unit` that follows the run's ``norm`` (:data:`NORM_UNITS`).
+BY_NORM = "by norm"
+
+
+@dataclass(frozen=True)
+class Field:
+    """One results field of an analysis.
+
+    Parameters
+    ----------
+    name : str
+        The name in ``results``.
+    unit : str
+        Its unit (``''`` dimensionless; :data:`BY_NORM` for the unit of the normalisation).
+    about : str
+        What it is (CSV header, HDF5 attributes, docs).
+    column : str, optional
+        Its column in a CSV table (default: `name`).
+    integer : bool
+        Written as integers in CSV.
+    blocks : bool
+        ``run(blocks=...)`` also gives ``block_<name>`` (one row per block) and
+        ``<name>_sem``.
+    """
+
+    name: str
+    unit: str = ""
+    about: str = ""
+    column: str | None = None
+    integer: bool = False
+    blocks: bool = False
+
+    def unit_for(self, norm) -> str:
+        return NORM_UNITS[norm] if self.unit == BY_NORM else self.unit
+
+    def about_for(self, norm) -> str:
+        return self.about.replace("{quantity}", NORM_QUANTITY[norm])
+
+
+@dataclass(frozen=True)
+class Table:
+    """Rows of a CSV table: the per-bin arrays `fields` (shape ``(..., nbins)``, or lists
+    of such arrays), one row per leading index and bin.
+
+    ``columns`` maps a results field to its CSV column when the column's name differs from
+    the field's :attr:`Field.column` (e.g. the total RDF written into the ``rdf`` column of
+    its own rows). ``labels(results)`` gives the label columns: ``{column: (values, about)}``
+    with one string per leading index (row block of ``nbins`` rows).
+    """
+
+    fields: tuple
+    columns: dict = field(default_factory=dict)
+    labels: Callable | None = None
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """The outputs an analysis declares (see the module docstring)."""
+
+    fields: tuple = ()
+    tables: tuple = ()
+
+    def field(self, name) -> Field | None:
+        """The :class:`Field` of results field `name` (``block_*`` and ``*_sem`` resolve to
+        their field), or None."""
+        base = name.removeprefix("block_").removesuffix("_sem")
+        for f in self.fields:
+            if f.name == base:
+                return f
+        return None
+
+    def column(self, name, table=None) -> str:
+        """The CSV column of results field `name` (in `table`)."""
+        if table is not None and name in table.columns:
+            return table.columns[name]
+        f = self.field(name)
+        return (f.column or f.name) if f is not None else name
+
+    @property
+    def block_fields(self) -> tuple:
+        """Fields for which blocks give a standard error."""
+        return tuple(f.name for f in self.fields if f.blocks)
+
+    def extend(self, fields=(), tables=()) -> OutputSpec:
+        """A copy with more fields and tables (for a subclass adding results)."""
+        return replace(self, fields=tuple(self.fields) + tuple(fields),
+                       tables=tuple(self.tables) + tuple(tables))
+
+
+def histogram_fields(count_about="pairs in the bin summed over frames"):
+    """The fields every pair histogram has: bin centres and edges, the counts (float64 as
+    MDAnalysis gives them, and exact in ``count_uint64``), the normalised ``rdf`` (with a
+    standard error from blocks) and the summed box volume."""
+    return (
+        Field("bins", "Å", "bin centre"),
+        Field("edges", "Å", "bin edges"),
+        Field("count", "pairs summed over frames", count_about),
+        Field("count_uint64", "pairs summed over frames", count_about + " (exact)",
+              column="count", integer=True),
+        Field("rdf", BY_NORM, "{quantity}", blocks=True),
+        Field("volume_cum", "Å^3", "sum of the box volumes of the frames"),
+    )
+
+
+@dataclass
+class Curve:
+    """One line of a plot: ``y`` over the bin centres, its standard error, and optionally
+    the running coordination number drawn on a second axis."""
+
+    label: str | None
+    y: object
+    sem: object = None
+    coordination: object = None
+    coordination_sem: object = None
+    color: str | None = None
+
+
+_REGISTRY: dict = {}
+
+
+def register(cls):
+    """Record `cls` under its name (done for every subclass of the pair-histogram base)."""
+    _REGISTRY[cls.__name__] = cls
+    return cls
+
+
+def analysis_class(name):
+    """The analysis class saved as `name`; ValueError for an unknown name."""
+    from .. import analysis  # noqa: F401  (imports, so registers, the package's analyses)
+
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown analysis {name!r}; this version of mdakit_fastrdf knows "
+            f"{sorted(_REGISTRY)}"
+        ) from None
