@@ -430,6 +430,28 @@ class Engine:
             self.precision == "double",
         )
 
+    def accumulate_sites(self, coords1, coords2, rng, nbins, box: Box, out):
+        """Add one histogram per atom pair ``(i, j)`` of `coords1` x `coords2` to `out`
+        (float64, ``(n1, n2, nbins)``), with MDAnalysis's ``InterRDF_s`` binning (bin
+        ``floor((r - rmin) nbins / (rmax - rmin))``, counted when in ``[0, nbins)``).
+
+        Site histograms run on the CPU only: their cost is writing ``n1 n2 nbins`` counters,
+        which the GPU would have to copy back every frame. A device other than the CPU is a
+        ValueError (``'auto'`` runs here on the CPU).
+        """
+        if self.device.startswith("cuda"):
+            raise ValueError(
+                f"device={self.device!r}: site-site histograms (InterRDF_s) have no GPU "
+                "kernel; use device='cpu' or device='auto' (which runs them on the CPU)")
+        if self.device_used is None:
+            self.device_used = "cpu"
+        n_threads = self.n_threads or (_placement.n_threads if _placement is not None else None)
+        rmin, rmax = rng
+        _cpu_module().site_histograms(
+            coords1, coords2, rmin, rmax, nbins, box.kind,
+            None if box.kind == NO_BOX else box.vectors, out, self.precision == "double",
+            n_threads or 0)
+
     def synchronize(self):
         """Wait for the queued frames and add their counts into ``out``."""
         if self._impl is not None and hasattr(self._impl, "synchronize"):
