@@ -405,6 +405,232 @@ def test_ctrl_c_stops_every_worker(tmp_path):
     assert not [p for p in pids if _alive(p)]
 
 
+# -- a script without `if __name__ == "__main__":`, workers dying while they start --------
+
+_SCRIPT_HEAD = """
+    import os, sys
+    import MDAnalysis as mda
+    from MDAnalysisTests.datafiles import TPR, XTC
+    from mdakit_fastrdf import InterRDF
+    from mdakit_fastrdf.backends import NodeBackend
+    from mdakit_fastrdf.backends.topology import NodeTopology, detect_topology
+
+    print("SCRIPT BODY", __name__, flush=True)
+    backends = {
+        "node": lambda: "node",
+        "spawn": lambda: NodeBackend(gpus=None, cpu_workers=2, start_method="spawn"),
+        "forkserver": lambda: NodeBackend(gpus=None, cpu_workers=2, start_method="forkserver"),
+        "spawn-gpu-standin": lambda: NodeBackend(
+            gpus=[0], cpu_workers=0, _gpu_standin=True,
+            topology=NodeTopology(detect_topology().groups, n_gpus=1, source="test",
+                                  gpu_source="stand-ins")),
+    }
+"""
+
+
+def _run_script(tmp_path, body, *args, timeout=120):
+    """Run a user script (`_SCRIPT_HEAD` + `body`) in a new interpreter; the result of
+    :func:`subprocess.run` (a hang fails the test at `timeout` seconds)."""
+    load_universe("TPR", "XTC")
+    path = tmp_path / "user_script.py"
+    path.write_text(textwrap.dedent(_SCRIPT_HEAD) + textwrap.dedent(body))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    try:
+        return subprocess.run([sys.executable, str(path), *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"the script hung ({timeout} s): {exc.stdout}\n{exc.stderr}")
+
+
+_UNGUARDED = """
+    ow = mda.Universe(TPR, XTC).select_atoms("name OW")[:200]
+    rdf = InterRDF(ow, ow, nbins=20, range=(0.0, 8.0)).run(backend=backends[sys.argv[1]]())
+    print("FINISHED", int(rdf.results.count.sum()), flush=True)
+"""
+
+
+@pytest.mark.parametrize("backend", ["node", "spawn", "forkserver", "spawn-gpu-standin"])
+def test_script_without_main_guard(tmp_path, backend):
+    """A script that calls run(backend='node') at its top level, without
+    `if __name__ == "__main__":`: workers that fork run it; workers that would import the
+    script again (spawn, forkserver: GPU workers always) are refused within seconds, before
+    any starts, by an error naming the guard, and the script never runs twice."""
+    if backend == "node":
+        rerun = any(s.start_method != "fork" for s in NodeBackend().specs)  # GPU workers
+    else:
+        rerun = True
+    t0 = time.perf_counter()
+    out = _run_script(tmp_path, _UNGUARDED, backend)
+    assert out.stdout.count("SCRIPT BODY") == 1, out.stdout + out.stderr
+    if not rerun:
+        assert out.returncode == 0 and "FINISHED" in out.stdout, out.stderr
+        return
+    assert out.returncode != 0 and "FINISHED" not in out.stdout
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("RuntimeError: The node backend starts worker processes"), out.stderr
+    assert "if __name__ == \"__main__\":" in last and "user_script.py" in last
+    assert "('rdf = InterRDF(ow, ow" in last and "No worker was started" in last
+    assert ("start_method='fork'" in last) is (backend in ("spawn", "forkserver"))
+    assert time.perf_counter() - t0 < 60
+
+
+def test_script_with_main_guard_runs_spawned_workers(tmp_path):
+    """The same script with its work under the guard runs on spawned workers."""
+    body = ("def main():\n" + textwrap.indent(textwrap.dedent(_UNGUARDED), "    ")
+            + 'if __name__ == "__main__":\n    main()\n')
+    out = _run_script(tmp_path, body, "spawn")
+    assert out.returncode == 0 and "FINISHED" in out.stdout, out.stderr
+    assert out.stdout.count("SCRIPT BODY __mp_main__") == 2  # imported by each worker
+
+
+@pytest.mark.parametrize("backend", ["spawn", "spawn-gpu-standin", "forkserver"])
+def test_worker_dying_while_starting_ends_the_run(tmp_path, backend):
+    """A worker that dies before its first part (here: the script exits when a worker
+    imports it) ends the run at once with WorkerDiedError, even though the analysis it was
+    to receive is larger than a pipe's buffer (Python's own hand-over would wait for ever)."""
+    out = _run_script(tmp_path, """
+        if __name__ == "__mp_main__":
+            sys.exit(3)
+
+        if __name__ == "__main__":
+            u = mda.Universe(TPR, XTC)  # a large analysis to send: the whole Universe
+            InterRDF(u.atoms[:200], u.atoms[:200]).run(backend=backends[sys.argv[1]]())
+            print("FINISHED", flush=True)
+    """, backend, timeout=90)
+    assert out.returncode != 0 and "FINISHED" not in out.stdout
+    last = out.stderr.strip().splitlines()[-1]
+    # a fork server's child exits with code 1 whatever ends it while it starts
+    code = "1" if backend == "forkserver" else "3"
+    assert "WorkerDiedError" in last and f"exited with code {code} while starting" in last, \
+        out.stderr
+
+
+def test_main_guard_detection():
+    from mdakit_fastrdf.backends.main_guard import _guarded, _main_rerun_by_spawn
+
+    src = textwrap.dedent("""
+        import x
+        run()
+        if __name__ == "__main__":
+            run()
+        else:
+            run()
+        def f():
+            if "__main__" == __name__:
+                run()
+        if __name__ != "__main__":
+            run()
+    """)
+    assert [_guarded(src, line) for line in (3, 5, 7, 10, 12)] == [
+        False, True, False, True, False]
+    assert _guarded("def (", 1) is None
+
+    class Main:
+        __spec__ = None
+
+    m = Main()
+    assert not _main_rerun_by_spawn(m)  # python -c, an interactive session
+    m.__file__ = "/home/me/script.py"
+    assert _main_rerun_by_spawn(m)
+    m.__file__ = "/usr/bin/ipython"
+    assert not _main_rerun_by_spawn(m)
+    m.__spec__ = type("Spec", (), {"name": "pytest.__main__"})()
+    assert not _main_rerun_by_spawn(m)  # python -m pytest: a __main__.py is not run again
+    m.__spec__.name = "mypackage.job"
+    assert _main_rerun_by_spawn(m)
+
+
+# -- device='cuda' where no GPU can be used: the real cause and its fix ----------------------
+
+
+class _NoDeviceCuda:
+    """A CUDA module that finds no device, for the reason `error` (as ``device_error()``)."""
+
+    KERNELS = ("auto", "shared", "packed", "global")
+    architectures = "90-real"
+
+    def __init__(self, error):
+        self.error = error
+
+    def device_count(self):
+        return 0
+
+    def device_error(self):
+        return self.error
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    """Install a CUDA module that finds no device (fresh CUDA state of this process)."""
+    from mdakit_fastrdf import engine
+
+    def install(error):
+        monkeypatch.setattr(engine, "_cuda_module", lambda: _NoDeviceCuda(error))
+        return engine
+
+    monkeypatch.setattr(engine, "_cuda_pid", None)
+    monkeypatch.setattr(engine, "_cuda_unusable", None, raising=False)
+    return install
+
+
+_CUDA_CAUSES = [
+    ("cudaErrorNoDevice (no CUDA-capable device is detected)", "CUDA_VISIBLE_DEVICES"),
+    (("cudaErrorInsufficientDriver (CUDA driver version is insufficient for CUDA runtime "
+      "version)"), "install or update the NVIDIA driver"),
+    ("cudaErrorStubLibrary (CUDA driver is a stub library)", "install or update the NVIDIA driver"),
+    ("cudaErrorMemoryAllocation (out of memory)", "the GPU is out of memory"),
+    ("cudaErrorUnknown (unknown error)", "nvidia-smi"),
+]
+
+
+@pytest.mark.parametrize("error, fix", _CUDA_CAUSES, ids=lambda v: v.split(" ")[0])
+def test_cuda_unusable_names_the_cause_and_fix(fake_cuda, small_periodic_universe, error, fix):
+    """device='cuda' without a usable GPU: the error gives CUDA's reason and what to do,
+    and nothing about forking (this process never forked)."""
+    fake_cuda(error)
+    ag = small_periodic_universe.atoms
+    with pytest.raises(RuntimeError) as info:
+        InterRDF(ag, ag, device="cuda").run(stop=1)
+    text = str(info.value)
+    assert text.startswith("device='cuda:0' was asked for, but no usable CUDA device (")
+    assert error in text and fix in text and "device='cpu'" in text
+    assert "fork" not in text
+
+
+def test_cuda_unusable_in_a_forked_worker_names_the_cause(fake_cuda, small_periodic_universe):
+    """The caller found no usable GPU (which initialised CUDA here), then forked workers
+    with device='cuda': they report that cause, not the fork."""
+    engine = fake_cuda("cudaErrorInsufficientDriver (CUDA driver version is insufficient)")
+    assert "NVIDIA driver" in engine.cuda_unavailable_reason()
+    assert engine._cuda_pid == os.getpid()
+    ag = small_periodic_universe.atoms
+    with pytest.raises(RuntimeError, match="cudaErrorInsufficientDriver") as info:
+        InterRDF(ag, ag, device="cuda").run(backend="multiprocessing", n_workers=2)
+    assert "install or update the NVIDIA driver" in str(info.value)
+    assert "fork" not in str(info.value)
+
+
+def test_cuda_after_a_fork_from_a_cuda_process(fake_cuda, monkeypatch):
+    """A child forked from a process that did use a GPU: the fork is the cause, and the
+    start methods that avoid it are the fix."""
+    engine = fake_cuda("")
+    monkeypatch.setattr(engine, "_cuda_pid", os.getpid() + 1)  # the parent's
+    why = engine.cuda_unavailable_reason()
+    assert "before it forked this worker" in why and "'spawn' or 'forkserver'" in why
+    with pytest.raises(RuntimeError, match="before it forked this worker"):
+        Engine("cuda")._resolve(None, None)
+
+
+def test_cuda_without_a_cuda_build(monkeypatch):
+    from mdakit_fastrdf import engine
+
+    monkeypatch.setattr(engine, "_cuda_module", lambda: None)
+    why = engine.cuda_unavailable_reason()
+    assert "has no CUDA kernels" in why and "nvcc" in why and "fork" not in why
+    with pytest.raises(ValueError, match="no CUDA kernels.*device='cpu'"):
+        Engine("cuda")
+
+
 # -- dask with a distributed client ---------------------------------------------------------
 
 

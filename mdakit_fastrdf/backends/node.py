@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from .base import _analysis_of, _OwnBackend, _quiet
 from .errors import RemoteTraceback, WorkerDiedError, WorkerError
+from .main_guard import main_guard_error, unguarded_main_call
 from .planning import _AUTO, WorkerSpec, _check_auto_int, _fmt_cpus, plan_workers
 from .topology import NodeTopology, detect_topology
 from .worker import _worker_main
@@ -100,7 +101,13 @@ class NodeBackend(_OwnBackend):
 
     **Failures.** See the module documentation: exceptions are raised in the caller with the
     worker's traceback, a dead worker raises :class:`WorkerDiedError` as soon as its process
-    ends, Ctrl-C terminates all workers. Workers also die with the calling process.
+    ends (also while it starts), Ctrl-C terminates all workers. Workers also die with the
+    calling process.
+
+    **Scripts.** A worker that does not fork (every GPU worker; CPU workers with
+    ``start_method='spawn'`` or ``'forkserver'``) imports the main script again, so a script
+    must call :meth:`run` under ``if __name__ == "__main__":``. When it does not, the run
+    stops before any worker starts, with a RuntimeError that names the script's line.
 
     After a run, :attr:`last_run` describes the workers (pid, cpus, parts, frames, busy
     seconds, duplicates, and ``devices_used``: the devices their engines really ran on,
@@ -173,7 +180,16 @@ class NodeBackend(_OwnBackend):
         analysis = _analysis_of(func)
         device = getattr(analysis, "device", "auto")
         specs = self.plan(device if isinstance(device, str) else "auto")[:n]
+        # a worker that does not fork imports the main script again: not if that reruns this
+        methods = sorted({s.start_method for s in specs} - {"fork"})
+        where = unguarded_main_call() if methods else None
+        if where is not None:
+            raise main_guard_error(where, methods, any(s.kind == "gpu" for s in specs))
         payload = pickle.dumps(_quiet(func), protocol=pickle.HIGHEST_PROTOCOL)
+        # A forked worker inherits the payload; the others get it through their pipe once
+        # they say "hello": Python writes a spawned process's arguments to it before the
+        # child reads them, and would wait for ever on one that died while starting.
+        to_send = 0
         sizes = [len(c) for c in computations]
         pending = collections.deque(range(n))
         results = [None] * n
@@ -190,13 +206,17 @@ class NodeBackend(_OwnBackend):
             for spec in specs:
                 ctx = mp.get_context(spec.start_method)
                 parent_conn, child_conn = ctx.Pipe(duplex=True)
+                inherit = spec.start_method == "fork"
+                to_send += not inherit
                 proc = ctx.Process(target=_worker_main, name=f"mdakit-fastrdf-{spec.rank}",
-                                   args=(child_conn, spec, payload, self.pin, os.getpid()),
+                                   args=(child_conn, spec, payload if inherit else None,
+                                         self.pin, os.getpid()),
                                    daemon=True)
                 proc.start()
                 child_conn.close()
                 workers.append(_Worker(spec, proc, parent_conn))
-            del payload
+            if not to_send:
+                payload = None
 
             def assign(w, now):
                 if pending:
@@ -232,7 +252,16 @@ class NodeBackend(_OwnBackend):
                                 w.proc.join(2.0)
                                 self._raise_died(w, computations)
                             kind = msg[0]
-                            if kind == "ready":
+                            if kind == "hello":  # a worker that did not fork: its payload
+                                try:
+                                    w.conn.send_bytes(payload)
+                                except OSError:  # it died since
+                                    w.proc.join(2.0)
+                                    self._raise_died(w, computations)
+                                to_send -= 1
+                                if not to_send:
+                                    payload = None
+                            elif kind == "ready":
                                 w.pid, w.cpus = msg[2]["pid"], msg[2]["cpus"]
                                 assign(w, now)
                             elif kind == "done":

@@ -61,7 +61,10 @@ def _private_progress_lock():
     _private_lock_pid = pid
 
 
-def _worker_main(conn, spec: WorkerSpec, payload: bytes, pin: bool, parent_pid: int):
+def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, parent_pid: int):
+    """A node backend worker: compute the parts the parent sends on `conn` with the
+    pickled analysis `payload` (None: ask the parent for it on `conn`, as a worker that did
+    not fork does) until the parent says stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it stops us on Ctrl-C
     _die_with_parent()
     # The caller died before prctl? A forked or spawned worker is the caller's child; one
@@ -84,6 +87,9 @@ def _worker_main(conn, spec: WorkerSpec, payload: bytes, pin: bool, parent_pid: 
             device=spec.engine_device, n_threads=spec.n_threads, rank=spec.rank,
             kind=spec.kind, bound_device=spec.device))
         _private_progress_lock()
+        if payload is None:  # not forked: the parent sends it once we are running
+            conn.send(("hello", spec.rank))
+            payload = conn.recv_bytes()
         func = pickle.loads(payload)
         del payload
         cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []

@@ -91,6 +91,9 @@ def build_info() -> dict:
 # touch CUDA (the driver cannot be used across fork): device='auto' then runs on the CPU and
 # device='cuda' raises an error that says so.
 _cuda_pid = None
+# Why that process found no usable CUDA device: a child forked from it gives this cause (no
+# driver, no device, ...), which the child would also meet, rather than the fork.
+_cuda_unusable = None
 
 
 def _cuda_init():
@@ -122,16 +125,45 @@ def cuda_devices() -> list:
     return [dict(d) for d in m.devices()]
 
 
+def _cuda_fix(error: str) -> str:
+    """What to do about `error`, the reason CUDA gave for finding no device."""
+    fixes = (
+        (("cudaErrorInsufficientDriver", "cudaErrorStubLibrary", "cudaErrorSystemDriverMismatch",
+          "cudaErrorCompatNotSupportedOnDevice", "cudaErrorInitializationError"),
+         ("install or update the NVIDIA driver (nvidia-smi must list the GPUs, and the "
+          "driver must support the CUDA version of this build)")),
+        (("cudaErrorMemoryAllocation",),
+         ("the GPU is out of memory: end the processes that hold it (nvidia-smi lists "
+          "them) or use another GPU")),
+        (("cudaErrorDevicesUnavailable",),
+         ("the GPUs are busy (exclusive-process mode) or unavailable: wait for the "
+          "processes that use them (nvidia-smi) or use another GPU")),
+        (("cudaErrorNoDevice", "no CUDA device found"),
+         ("run on a machine (or a job allocation) with an NVIDIA GPU, and check that "
+          "CUDA_VISIBLE_DEVICES does not hide it (nvidia-smi lists the GPUs)")),
+    )
+    for names, fix in fixes:
+        if any(name in error for name in names):
+            return fix
+    return "check the NVIDIA driver and the GPUs with nvidia-smi"
+
+
 def cuda_unavailable_reason() -> str | None:
-    """Why no CUDA device can be used here, or None when one can (initialises CUDA)."""
+    """Why no CUDA device can be used here and what to do about it, or None when one can
+    (initialises CUDA)."""
+    global _cuda_unusable
     if _cuda_module() is None:
-        return "this build of mdakit_fastrdf has no CUDA kernels (build_info()['cuda'] is False)"
+        return ("this build of mdakit_fastrdf has no CUDA kernels (build_info()['cuda'] is "
+                "False); install it with nvcc on the PATH, see the installation docs")
     try:
         m = _cuda_init()
-    except RuntimeError as exc:
-        return str(exc)
+    except RuntimeError as exc:  # forked after the parent initialised CUDA
+        return _cuda_unusable or str(exc)
     if m.device_count() == 0:
-        return f"no usable CUDA device ({m.device_error()})"
+        error = m.device_error()
+        _cuda_unusable = f"no usable CUDA device ({error}); {_cuda_fix(error)}"
+        return _cuda_unusable
+    _cuda_unusable = None
     return None
 
 
@@ -383,9 +415,8 @@ class Engine:
         why = cuda_unavailable_reason()
         if why is not None:
             raise RuntimeError(
-                f"device={self.device!r} was asked for, but {why}. A process that used CUDA "
-                "before forking cannot use it in the child: run GPU workers with the 'spawn' "
-                "or 'forkserver' start method. Otherwise use device='cpu' or device='auto'."
+                f"device={self.device!r} was asked for, but {why}. Otherwise use "
+                "device='cpu' or device='auto'."
             )
         return device
 
