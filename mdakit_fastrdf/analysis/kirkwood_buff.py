@@ -149,9 +149,8 @@ def weight_function(x, weight="kruger"):
         :math:`u_0`).
         ``'kruger'``: :math:`w = 1 - \tfrac32 x + \tfrac12 x^3`, the exact weight of a
         spherical subvolume of diameter :math:`L` embedded in an infinite system; then
-        :math:`G(L) = G^\infty + F^\infty/L + O(L^{-2})` (Krüger, Schnell, Bedeaux,
-        Kjelstrup, Vlugt and Simon, *J. Phys. Chem. Lett.* **4**, 235 (2013),
-        doi:10.1021/jz301992u).
+        :math:`G(L) = G^\infty + F^\infty/L + O(L^{-2})` (Krüger et al., *J. Phys. Chem.
+        Lett.* **4**, 235 (2013), doi:10.1021/jz301992u).
         ``'u1'``: :math:`w = 1 - x^3`, i.e. :math:`\tfrac{d}{dL}[L\,G(L)]` with the
         ``'kruger'`` weight, and ``'u2'``: :math:`w = 1 - \tfrac{23}{8}x^3 + \tfrac34 x^4 +
         \tfrac98 x^5`: direct estimates of :math:`G^\infty` (Krüger and Vlugt, *Phys. Rev.
@@ -413,17 +412,19 @@ def running_kb(edges, rdf, weight="none", integration="histogram"):
 
 
 # -- the thermodynamic limit ------------------------------------------------------------------
-def _window(L, fit_range, name="fit_range"):
+def _window(L, fit_range, rmax=None, name="fit_range"):
+    """The points of `L` in the window `fit_range` (ValueError if it reaches beyond `rmax`,
+    default ``L[-1]``, or holds fewer than 3 points)."""
+    rmax = L[-1] if rmax is None else rmax
     try:
         lo, hi = (float(v) for v in fit_range)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a pair (Lmin, Lmax) in Å, got {fit_range!r}") from None
     if not (np.isfinite(lo) and np.isfinite(hi)) or not lo < hi:
         raise ValueError(f"{name} must be an increasing pair of finite radii, got {fit_range!r}")
-    if hi > L[-1] * (1 + 1e-9):
-        raise ValueError(f"{name}={fit_range!r} reaches beyond the RDF's r_max: the running "
-                         f"integral ends at L = {L[-1]} Å")
-    tol = 1e-9 * L[-1]
+    if hi > rmax * (1 + 1e-9):
+        raise ValueError(f"{name}={fit_range!r} reaches beyond the RDF's r_max ({rmax} Å)")
+    tol = 1e-9 * rmax
     mask = (L >= lo - tol) & (L <= hi + tol)
     if mask.sum() < 3:
         raise ValueError(f"{name}={fit_range!r} holds {int(mask.sum())} point(s) of the "
@@ -449,7 +450,7 @@ def _linear_fit(x, y):
     return slope, intercept, r2, resid, stderr
 
 
-def extrapolate(L, G, fit_range):
+def extrapolate(L, G, fit_range, r_max=None):
     r"""Extrapolate finite-volume KB integrals to the thermodynamic limit.
 
     For a spherical subvolume of diameter :math:`L` (the ``'kruger'`` weight),
@@ -471,7 +472,9 @@ def extrapolate(L, G, fit_range):
         ``(..., n)`` running integrals with the ``'kruger'`` weight, Å³.
     fit_range : tuple of float
         ``(Lmin, Lmax)`` in Å; at least 3 points of `L` inside, ``Lmax`` not beyond
-        ``L[-1]``.
+        `r_max`.
+    r_max : float, optional
+        The RDF's :math:`r_\mathrm{max}` in Å (default ``L[-1]``).
 
     Returns
     -------
@@ -487,7 +490,7 @@ def extrapolate(L, G, fit_range):
     G = np.asarray(G, dtype=np.float64)
     if L.ndim != 1 or G.shape[-1:] != L.shape:
         raise ValueError(f"G has shape {G.shape}; its last axis must match L {L.shape}")
-    mask = _window(L, fit_range)
+    mask = _window(L, fit_range, r_max)
     x = L[mask]
     slope, intercept, r2, resid, stderr = _linear_fit(
         np.broadcast_to(x, G.shape[:-1] + x.shape), G[..., mask] * x)
@@ -532,8 +535,9 @@ def select_fit_range(L, G, min_width=10.0, start=10.0, tail=0.1, r2_threshold=0.
         raise ValueError(f"L and G must be 1-D arrays of one length, got {L.shape} and {G.shape}")
     if not 0 < tail <= 1:
         raise ValueError(f"tail must be in (0, 1], got {tail!r}")
+    tol = 1e-9 * abs(L[-1])
     lo = min(float(start), L[-1] - float(min_width))
-    valid = np.flatnonzero(L >= lo)
+    valid = np.flatnonzero(L >= lo - tol)
     ends = valid[int((1 - tail) * len(valid)):]
     if len(ends) == 0:
         raise ValueError("select_fit_range: no point of L can end a window")
@@ -547,14 +551,14 @@ def select_fit_range(L, G, min_width=10.0, start=10.0, tail=0.1, r2_threshold=0.
     cbad = np.concatenate([[0], np.cumsum(~ok)])
     s, e = valid[:, None], ends[None, :]
     n = (e - s + 1).astype(np.float64)
-    sx, sy = cx[e + 1] - cx[s], cy[e + 1] - cy[s]
-    sxx = cxx[e + 1] - cxx[s] - sx * sx / n
-    syy = cyy[e + 1] - cyy[s] - sy * sy / n
-    sxy = cxy[e + 1] - cxy[s] - sx * sy / n
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):  # e <= s: discarded below
+        sx, sy = cx[e + 1] - cx[s], cy[e + 1] - cy[s]
+        sxx = cxx[e + 1] - cxx[s] - sx * sx / n
+        syy = cyy[e + 1] - cyy[s] - sy * sy / n
+        sxy = cxy[e + 1] - cxy[s] - sx * sy / n
         r2 = sxy * sxy / (sxx * syy)
     width = L[e] - L[s]
-    good = ((e > s) & (n >= 3) & (width >= min_width - 1e-9) & (cbad[e + 1] == cbad[s])
+    good = ((e > s) & (n >= 3) & (width >= min_width - tol) & (cbad[e + 1] == cbad[s])
             & np.isfinite(r2))
     if not good.any():
         raise ValueError(f"select_fit_range: no window of at least {min_width} Å and 3 points "
@@ -594,8 +598,8 @@ def kirkwood_buff(edges, rdf, *, n_b=None, volume=None, delta=0.0, correction="g
     weight : {'kruger', 'none', 'u1', 'u2'}
     fit_range : tuple of float, 'auto' or None
         ``(Lmin, Lmax)`` in Å; ``'auto'``: :func:`select_fit_range` for each pair (with
-        ``'kruger'``); None (default): the outer half, :math:`(L_\mathrm{max}/2,
-        L_\mathrm{max})`.
+        ``'kruger'``); None (default): the outer half, :math:`(r_\mathrm{max}/2,
+        r_\mathrm{max})` with :math:`r_\mathrm{max}` the last edge.
     integration : {'histogram', 'trapezoid'}
         See :func:`running_kb`.
 
@@ -622,7 +626,7 @@ def kirkwood_buff(edges, rdf, *, n_b=None, volume=None, delta=0.0, correction="g
     lead = G.shape[:-1]
     rows = G.reshape(-1, len(L))
     if fit_range is None:
-        windows = [(L[-1] / 2, L[-1])] * len(rows)
+        windows = [(edges[-1] / 2, edges[-1])] * len(rows)
     elif isinstance(fit_range, str):
         if fit_range != "auto":
             raise ValueError(f"fit_range must be (Lmin, Lmax), 'auto' or None, got {fit_range!r}")
@@ -630,20 +634,20 @@ def kirkwood_buff(edges, rdf, *, n_b=None, volume=None, delta=0.0, correction="g
             raise ValueError("fit_range='auto' chooses a window for the extrapolation of the "
                              "'kruger' weight; give (Lmin, Lmax) for the other weights")
         # a pair without data (NaN, e.g. one atom with itself) keeps the default window
-        windows = [select_fit_range(L, row) if np.all(np.isfinite(row)) else (L[-1] / 2, L[-1])
-                   for row in rows]
+        windows = [select_fit_range(L, row) if np.all(np.isfinite(row))
+                   else (edges[-1] / 2, edges[-1]) for row in rows]
     else:
         windows = [fit_range] * len(rows)
     out = {k: np.full(len(rows), np.nan) for k in ("kb", "surface", "r2", "rms", "stderr")}
     used = np.full((len(rows), 2), np.nan)
     for i, (row, window) in enumerate(zip(rows, windows)):
         if weight == "kruger":
-            fit = extrapolate(L, row, window)
+            fit = extrapolate(L, row, window, edges[-1])
             for k, arr in out.items():
                 arr[i] = fit[k]
             used[i] = fit.fit_range
         else:
-            mask = _window(L, window)
+            mask = _window(L, window, edges[-1])
             out["kb"][i] = row[mask].mean()
             out["rms"][i] = row[mask].std()
             out["stderr"][i] = row[mask].std(ddof=1) / np.sqrt(mask.sum())
@@ -868,9 +872,7 @@ class KirkwoodBuff(SpeciesRDF):
     Parameters
     ----------
     atomgroup, by, nbins, range, norm, exclude_same, exclude_self :
-        As :class:`~mdakit_fastrdf.SpeciesRDF`. For molecules, make each species one
-        site per molecule (e.g. ``by={'water': 'name OW', 'methanol': 'name C1'}``) or
-        exclude pairs within a molecule (``exclude_same='residue'``).
+        As :class:`~mdakit_fastrdf.SpeciesRDF` (see Notes for molecules).
     correction : {'gv', 'none'}
         Keyword only. ``'gv'`` (default): the Ganguly–van der Vegt correction
         (:func:`ganguly_van_der_vegt`).
@@ -914,14 +916,21 @@ class KirkwoodBuff(SpeciesRDF):
         atom of :math:`a`).
     results.kb_excess_coordination : numpy.ndarray
         ``(n_species, n_species)`` :math:`N_{ab} = \rho_b G^\infty_{ab}`.
-    results.kb_mole_fraction, results.kb_preferential_solvation, results.kb_delta_12,
-    results.kb_dlngamma, results.kb_partial_molar_volume, results.kb_compressibility_kT,
-    results.kb_compressibility :
+    results.kb_partial_molar_volume : numpy.ndarray
         With exactly two species, :func:`binary_mixture` of :math:`G^\infty` (species 1 is
-        ``results.species[0]``, the larger).
+        ``results.species[0]``, the larger) gives this and ``kb_mole_fraction``,
+        ``kb_preferential_solvation``, ``kb_delta_12``, ``kb_dlngamma``,
+        ``kb_compressibility_kT`` and, with `temperature`, ``kb_compressibility``.
 
     With ``run(blocks=B)`` every quantity above of shape per pair or per species, and the
     running integrals, also get ``block_<name>`` and ``<name>_sem``.
+
+    Notes
+    -----
+    KB theory counts molecules: make each species one site per molecule (e.g.
+    ``by={'water': 'name OW', 'methanol': 'name C1'}``), or exclude the pairs within a
+    molecule (``exclude_same='residue'``; :math:`\delta_{ab}` then counts the excluded
+    pairs per atom of :math:`a`).
 
     Examples
     --------
@@ -988,8 +997,8 @@ class KirkwoodBuff(SpeciesRDF):
             "integration": _choice(integration, _INTEGRATIONS, "integration"),
         }
         if fit_range is not None and not isinstance(fit_range, str):
-            L = _radii(np.asarray(self._kb_edges()), self.kb_options["integration"])
-            _window(L, fit_range)  # a bad window fails now, not after the run
+            edges = self._kb_edges()
+            _window(_radii(edges, self.kb_options["integration"]), fit_range, edges[-1])  # a bad window fails now, not after the run
             fit_range = tuple(float(v) for v in fit_range)
         elif isinstance(fit_range, str) and fit_range != "auto":
             raise ValueError(f"fit_range must be (Lmin, Lmax), 'auto' or None, got "
@@ -1009,6 +1018,12 @@ class KirkwoodBuff(SpeciesRDF):
     def run(self, *args, **kwargs):
         self._kb_windows = None  # 'auto' windows: chosen on the whole run, reused by blocks
         return super().run(*args, **kwargs)
+
+    def _output_parameters(self):
+        fit = self.fit_range
+        return {**super()._output_parameters(), **self.kb_options,
+                "fit_range": fit if fit is None or isinstance(fit, str) else list(fit),
+                "temperature": self.temperature}
 
     def _pair_exclusions(self):
         """Per pair: self pairs counted at distance 0 per frame, and pairs never counted."""
