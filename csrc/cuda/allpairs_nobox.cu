@@ -1,0 +1,12 @@
+// The all-pairs kernels of the no box (NoBox), both precisions, every rule.
+#include "allpairs_kernels.cuh"
+
+namespace fastrdf {
+namespace gpu {
+namespace detail {
+
+FASTRDF_ALLPAIRS_INSTANCES(, NoBox);
+
+}  // namespace detail
+}  // namespace gpu
+}  // namespace fastrdf

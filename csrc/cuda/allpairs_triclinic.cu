@@ -1,0 +1,12 @@
+// The all-pairs kernels of the triclinic box without extra images (TriclinicNoImages), both precisions, every rule.
+#include "allpairs_kernels.cuh"
+
+namespace fastrdf {
+namespace gpu {
+namespace detail {
+
+FASTRDF_ALLPAIRS_INSTANCES(, TriclinicNoImages);
+
+}  // namespace detail
+}  // namespace gpu
+}  // namespace fastrdf
