@@ -65,7 +65,8 @@ inline TriclinicSetup setup_triclinic(const double box[9], double rmax) {
     }
 
     // Every image n != 0 is at least (|n_k| - 1/2 - eps) w_k away from a vector of the centred
-    // cell (eps covers rounding of the fractional coordinates). Keep those that can be <= rmax.
+    // cell (eps covers rounding of the fractional coordinates). Keep those that can be <= rmax
+    // (see docs/design.rst, section "Extra images of a triclinic box").
     const double eps = 1e-3;
     int nmax[3];
     for (int k = 0; k < 3; ++k) {

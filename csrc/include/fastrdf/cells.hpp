@@ -4,13 +4,13 @@
 //
 // The grid. Periodic boxes are cut along the fractional coordinates of the box's reduced basis
 // (box_setup.hpp): n_c cells along axis c, with n_c = floor(k * w_c / (r_max + delta)), w_c the
-// distance between opposite faces of the cell and delta a safety margin far above rounding.
-// Two atoms whose minimum-image distance is at most r_max then differ by at most
-// r_max / w_c < k / n_c in every fractional coordinate, hence lie in cells at most k apart in
-// every axis (mod n_c). Without a box the grid covers the bounding box of the atoms, with cells
-// of side (r_max + delta) / k. The grid only chooses which pairs are *looked at*: their distance
-// and bin come from the same box arithmetic (geometry.hpp) as in the all-pairs kernels, on the
-// same coordinates, so both give the same histogram bit for bit.
+// distance between opposite faces of the cell and delta a safety margin far above rounding, so
+// that two atoms within r_max lie in cells at most k apart in every axis (mod n_c). Without a
+// box the grid covers the bounding box of the atoms, with cells of side (r_max + delta) / k.
+// The grid only chooses which pairs are *looked at*: their distance and bin come from the same
+// box arithmetic (geometry.hpp) as in the all-pairs kernels, on the same coordinates, so both
+// give the same histogram bit for bit (see docs/design.rst, section "Cell grids: neighbours
+// and pairs met once").
 //
 // Layout (row-major, axis 2 fastest). Each species keeps its block [offsets[s], offsets[s+1])
 // of the frame, sorted by cell. Because axis 2 is fastest, the 2k + 1 cells along axis 2 around
@@ -24,9 +24,9 @@
 //
 // Each atom pair is visited once. For a species with itself: the neighbour columns (axes 0, 1)
 // of column C with index > C are visited in full; in C itself only the cells after the atom's
-// own along axis 2 ("after" strips), and within the own cell the atoms after it. The neighbour
-// relation is symmetric and duplicate neighbours (n_c <= 2k) are removed, so this covers every
-// unordered pair exactly once.
+// own along axis 2 ("after" strips), and within the own cell the atoms after it; duplicate
+// neighbours (n_c <= 2k) are removed (see docs/design.rst, section "Cell grids: neighbours
+// and pairs met once").
 #pragma once
 
 #include <cstdint>

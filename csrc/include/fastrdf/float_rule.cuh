@@ -9,25 +9,15 @@
 namespace fastrdf {
 namespace gpu {
 
-// The CPU kernel's float bins, branch-free. The range test is taken on r2 against limits the
-// host derived from the float bin function (r2 in range iff sqrtf(r2) is), and the IEEE square
-// root is written out as the compiler's own sequence for normal inputs (one MUFU.RSQ, two
-// multiplications, two FMAs: correctly rounded for r2 >= 2^-101), without its branch to the
-// slow path for tiny, huge and special inputs and without the rescaling of subnormal inputs
-// (ftz): r2 is raised to at least 2^-100 first, which cannot change a bin (an r2 below 2^-100
-// in range lies in bin 0 either way, as norm < 2^40 is checked on the host), and huge r2 are
-// out of range. The caller increments bin k only when the predicate is true, so no -1
-// sentinel and no second comparison are needed (benchmarks/NOTES.md, GPU item 10).
-//
-// ZeroMin (the range starts at 0, as InterRDF's default does): r - 0 is r and every r2 >= 0 is
-// at least lo2 = 0, so the subtraction and the lower range test go (NaN padding still fails
-// r2 <= hi2): two instructions less per pair, the same bins (GPU item 15).
-//
-// raw() leaves out the clamp of r == rmax (bin nbins) into the last bin and the integer
-// subtraction of the truncation: it gives u = kBias + trunc(f) with trunc(f) in [0, nbins]
-// (the host checks f < nbins + 1 at hi2, and f never decreases with r2), so that a caller
-// with a shared slot for bin nbins, added to bin nbins - 1 at the flush, addresses its
-// counter as (base - 4 kBias) + 4 u: one LEA per pair where bin() needs two instructions.
+// The CPU kernel's float bins, branch-free: the range test on r2 against limits lo2, hi2 the
+// host derived from the float bin function, and the IEEE square root written out as the
+// compiler's own sequence for normal inputs (r2 raised to at least 2^-100 first), without its
+// branch for special inputs. The caller increments bin k only when the predicate is true
+// (benchmarks/NOTES.md, GPU item 10). ZeroMin (the range starts at 0): no subtraction of rmin
+// and no lower range test (GPU item 15). raw() gives the biased, unclamped bin
+// u = kBias + trunc(f) in [kBias, kBias + nbins], for callers with a counter for bin nbins
+// (r == rmax) that the flush adds to bin nbins - 1. Why these give the CPU's bins bit for
+// bit: see docs/design.rst, section "The branch-free single-precision rule (GPU)".
 template <bool ZeroMin = false>
 struct FloatRule {
     static constexpr uint32_t kBias = 0x4B000000u;  // bits of 2^23: u - kBias = trunc(f)

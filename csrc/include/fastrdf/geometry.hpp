@@ -12,12 +12,9 @@
 //   * the minimum image takes the lattice shift s = B nint(B^-1 d), with B a *reduced* basis
 //     of the box lattice; for a triclinic box a short list of extra lattice vectors
 //     ("images", built on the host by box_setup.hpp) makes the result exact for every
-//     distance up to r_max; the image is d' = d - s in both precisions. This form is odd in
-//     d (fl(xj - xi) = -fl(xi - xj), nint and the shift are odd), so r2(i, j) == r2(j, i)
-//     bit for bit: the kernels compute each pair of a species with itself once, in whatever
-//     order sorting or cell lists give its atoms, and must get the same histogram. (Moving
-//     atom i by the shift, xj - (xi + s), would save a subtraction per pair on the GPU but
-//     breaks that symmetry: benchmarks/NOTES.md, GPU item 17);
+//     distance up to r_max; the image is d' = d - s in both precisions, which keeps
+//     r2(i, j) == r2(j, i) bit for bit (see docs/design.rst, section "Symmetry of the
+//     minimum image");
 //   * bins follow numpy.histogram: range [rmin, rmax], last bin closed on the right.
 #pragma once
 
@@ -35,15 +32,10 @@ namespace fastrdf {
 
 enum BoxKind : int { kNoBox = 0, kOrtho = 1, kTriclinic = 2, kOrthoScaled = 3 };
 
-// Round to nearest, ties to even: (x + M) - M with M = 1.5 * 2^(digits - 1) rounds the
-// fraction away in the addition (IEEE round-to-nearest-even) for |x| < 2^(digits - 2), i.e.
-// |x| < 2^22 in float and 2^51 in double. Two additions on the CPU; in float on the GPU one
-// FRND (rintf: round to nearest, ties to even, so the same integer for |x| < 2^22; only the
-// sign of a zero result can differ, which no distance sees), as the kernels are bound by
-// issue slots and FRND takes one where the additions take two (benchmarks/NOTES.md, GPU
-// item 15). The callers guarantee the range: coordinates are checked to lie within 2^20 box
-// widths of the origin. Without fast-math (no reassociation) the compilers keep both
-// additions.
+// Round to nearest, ties to even: (x + M) - M with M = 1.5 * 2^(digits - 1), for |x| < 2^22
+// in float and 2^51 in double (the callers keep coordinates within 2^20 box widths of the
+// origin); one rintf on the GPU in float. Why this is exact: see docs/design.rst, section
+// "Rounding to an integer and truncation".
 template <typename T>
 struct RoundMagic;
 template <>
@@ -66,11 +58,9 @@ FASTRDF_HD T nint(T x) {
 // Largest |coordinate| / (smallest box length) for which nint() is exact in float.
 constexpr double kMaxBoxMultiples = 1048576.0;  // 2^20
 
-// trunc(f) for 0 <= f < 2^22 as an int, bit for bit static_cast<int>(f); on the GPU without
-// the conversion unit (F2I shares the special-function pipe with the square root): one
-// addition rounded toward zero puts trunc(f) in the mantissa of 2^23 + f (exact for
-// 0 <= f < 2^23, where the sum's representable neighbours are the integers), then an integer
-// subtraction of 2^23's bits takes it out.
+// trunc(f) for 0 <= f < 2^22 as an int, bit for bit static_cast<int>(f); on the GPU one
+// addition rounded toward zero and an integer subtraction instead of the conversion unit
+// (see docs/design.rst, section "Rounding to an integer and truncation").
 FASTRDF_HD int trunc_nonneg(float f) {
 #if defined(__CUDA_ARCH__)
     return static_cast<int>(__float_as_uint(__fadd_rz(f, 8388608.0f)) - 0x4B000000u);
@@ -96,15 +86,12 @@ struct NoBox {
 // for, and reduce(d, s) applies it and returns r2; dist2(d) = reduce(d, shift(index(d))).
 // norm() is the r2 of a displacement already in the centred cell (with the extra images of a
 // triclinic box), reduce(d, s) = norm(d - s).
-// index() is made of correctly rounded multiplications and additions and of nint /
-// round_half_away, all monotone, so each index is monotone in each component of d (rising or
-// falling with the sign of its coefficient). Hence common_image(lo, hi, s): when the two
-// extreme corners of a box of displacements [lo, hi] (per index, the corner that minimises
-// and the one that maximises it) get the same indices, every displacement in the box gets
-// them too, and reduce(d, s) then gives dist2(d) bit for bit. The GPU kernels use it to take
-// one shift per thread for a whole chunk of j atoms (benchmarks/NOTES.md, GPU item 16).
-// Argument order is fixed (x, y, z) and no step may be contracted or reassociated, as
-// everywhere in this header.
+// common_image(lo, hi, s): true when the extreme corners of the box of displacements
+// [lo, hi] get the same indices; then every displacement in the box gets them, and
+// reduce(d, s) gives dist2(d) bit for bit (see docs/design.rst, section "One image for a box
+// of displacements"). The kernels use it for chunks of j atoms (benchmarks/NOTES.md, GPU
+// item 16). Argument order is fixed (x, y, z) and no step may be contracted or reassociated,
+// as everywhere in this header.
 
 // dist2 from a box's index, shift and reduce (CRTP: written once for every periodic box).
 template <class Box, typename T>
@@ -206,11 +193,9 @@ struct OrthoBoxScaled : AxisImage<OrthoBoxScaled<T>, T> {
 };
 
 // General triclinic box given by a reduced basis a[k] (rows) and its reciprocal vectors
-// f[k] (f[k] . a[l] = delta_kl). After d -> d - sum_k nint(f[k].d) a[k] the vector lies in
-// the centred cell, from which every other lattice image is at least (|n_k| - 1/2) w_k away
-// (w_k = 1 / |f[k]|, the cell's widths). When r_max < min(w)/2 no other image can be within
-// r_max (MultiImage = false); otherwise the host lists every lattice vector that could be,
-// and the minimum over them is taken.
+// f[k] (f[k] . a[l] = delta_kl). d -> d - sum_k nint(f[k].d) a[k] moves d into the centred
+// cell; with MultiImage, norm() takes the least r2 over the extra images the host listed
+// (box_setup.hpp; see docs/design.rst, section "Extra images of a triclinic box").
 template <typename T, bool MultiImage>
 struct TriclinicBox : PeriodicImage<TriclinicBox<T, MultiImage>, T> {
     T a[3][3];
@@ -270,11 +255,9 @@ struct TriclinicBox : PeriodicImage<TriclinicBox<T, MultiImage>, T> {
     // A tighter test than common_image for sets of atoms in a sheared cell (host code): the
     // exact projections f[k] . (xj - xi) of every pair lie in [plo[k], phi[k]] (from
     // projection(), up to perr[k]; see the caller), and |xj - xi| <= dmax per component. The
-    // index argument the kernels compute, ((f0 dx + f1 dy) + f2 dz) with d = fl32(xj - xi),
-    // differs from the exact projection by at most (2^-24 + gamma_3) sum_c |f[k][c]| dmax[c]
-    // (the difference's rounding, then three roundings in T), below 2^-20 sum_c |f[k][c]| dmax[c].
-    // When the widened interval lies strictly inside (n - 1/2, n + 1/2), nint gives n to
-    // every pair, whatever its tie rule.
+    // interval, widened by 2^-20 sum_c |f[k][c]| dmax[c] (the kernels' rounding of the index
+    // argument) and perr[k], must lie strictly inside (n - 1/2, n + 1/2): see docs/design.rst,
+    // section "One image for a box of displacements" (projected test).
     bool common_image_projected(const double (&plo)[3], const double (&phi)[3],
                                 const double (&perr)[3], const double (&dmax)[3], T (&s)[3]) const {
         T n[3];

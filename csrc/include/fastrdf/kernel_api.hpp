@@ -124,45 +124,24 @@ Binning<T> make_binning(const FrameProblem& p, const T* edges_t) {
 
 // Double precision through a float filter (the CPU kernels; benchmarks/NOTES.md, "Double
 // precision through a float filter"). double_filter_delta returns a bound, in bin units, on
-// the difference between the float kernel's bin coordinate f32 = fl(fl(r32 - rmin) * norm32)
-// and the exact coordinate of the double arithmetic, (r64 - rmin) * nbins / (rmax - rmin), or
-// -1 when the frame is to run all in double. A pair whose f32 lies further than the bound
-// from every integer 0 .. nbins gets from the float kernel numpy's range decision and bin for
-// r64; the others are recomputed in double. u = 2^-24; both arithmetics take the same float32
-// difference d of two coordinates. Against exact arithmetic on d, as sums over components of
-// absolute errors (>= the Euclidean norm):
-//  * the image: the float shift s_c = sum_k n_k a_kc (a rounded to float, three products and
-//    two sums rounded) is off by <= 4u sum_k |n_k| |a_kc| <= 4u sum_k N_k |a_k|_1, with
-//    N_k >= |n_k| over the frame (FrameImages: half the spread of f_k . x over its atoms, plus
-//    1/2); d - s and (triclinic extra images) d' - img round by u|d'_c| and u(|img_c| +
-//    |d''_c|): <= 3u |img|_1 + 2u |d''|_1 <= 6u |img| + 2 sqrt(3) u r. In an orthorhombic
-//    box the shift is one product, L_c n_c off by <= 2u N_c L_c; MDAnalysis's scaled form
-//    L (fl(d inv) - n) is off by u |d_c| + 3u |d'_c| per component, inside the same bound.
-//    Double's own errors are 2^-29 times these;
-//  * a tie of an index, where float and double may take different images: without extra
-//    images (r_max < (1/2 - 10^-3) w, box_setup.hpp) the displacement then lies on a face of
-//    the centred cell, at least w/2 from the origin in both, out of range by far in both; with
-//    extra images both take the least over lists that hold the nearest image of every vector
-//    of the closed centred cell up to r_max + 10^-3 w, so both find the nearest image and
-//    differ by the rounding above;
-//  * r2, a sum of three squares, relative <= 3u (1 + u)^2; the root halves it and rounds: r is
-//    off by <= 2.6u r; f: the subtraction of rmin, norm32 = norm (1 + u) and the product,
-//    <= 3u |f| + u |rmin| norm;
-//  * numpy's edges differ from rmin + k / norm by a few ulp of max(|rmin|, |rmax|) in double.
-// Taken at r = max(|rmin|, |rmax|) + 1/norm (beyond, a pair is out of range in both by more
-// than half a bin) and doubled; subnormal squares add < 10^-22 A, taken as 10^-18.
-// tests/test_double_filter.py measures the bound against a float32 replica of the kernels.
+// the difference between the float kernel's bin coordinate fl(fl(r32 - rmin) * norm32) and
+// the exact coordinate of the double arithmetic, (r64 - rmin) * nbins / (rmax - rmin), or -1
+// when the frame is to run all in double. A pair whose float coordinate lies further than the
+// bound from every integer 0 .. nbins gets numpy's range decision and bin for r64 from the
+// float kernel; the others are recomputed in double. Derivation: see docs/design.rst, section
+// "The float filter's bound (double precision on the CPU)"; tests/test_double_filter.py
+// measures the bound against a float32 replica of the kernels.
 
-// What the bound needs from the frame's atoms: N_k (above) and the largest |coordinate|.
+// What the bound needs from the frame's atoms: N_k, a bound on every pair's image index k,
+// and the largest |coordinate|.
 struct FrameImages {
     double n[3] = {0.0, 0.0, 0.0};
     double xmax = 0.0;
 };
 
-// One pass over the frame's atoms: the spread of the index arguments f_k . x (x_c / L_c in an
-// orthorhombic box; exact to 2^-50 in double), so |f_k . d| <= spread_k for every pair and
-// the index, rounded from it after float rounding (< 2^-20 relative), is at most
-// spread_k (1 + 2^-20) + 1/2.
+// One pass over the frame's atoms: N_k = spread_k (1 + 2^-20) + 1/2 from the spread of the
+// index arguments f_k . x (x_c / L_c in an orthorhombic box); see docs/design.rst, section
+// "The float filter's bound (double precision on the CPU)".
 inline FrameImages frame_images(const FrameProblem& p) {
     FrameImages fi;
     const int64_t n_atoms = p.offsets[p.n_species];
