@@ -41,16 +41,13 @@ class CpuHistogrammer {
    public:
     CpuHistogrammer(int n_threads, const std::string& isa, const std::string& method, int cell_k,
                     const std::string& cell_order) {
-        if (cell_order == "rowmajor") order_ = kOrderRowMajor;
-        else if (cell_order == "morton") order_ = kOrderMorton;
-        else if (cell_order == "hilbert") order_ = kOrderHilbert;
-        else throw std::invalid_argument("cell_order: must be 'rowmajor', 'morton' or 'hilbert'");
-        if (method == "auto") method_ = kMethodAuto;
-        else if (method == "allpairs") method_ = kMethodAllPairs;
-        else if (method == "cells") method_ = kMethodCells;
-        else throw std::invalid_argument("method: must be 'auto', 'allpairs' or 'cells', got '" + method + "'");
-        if (cell_k < 0 || cell_k > 8)
-            throw std::invalid_argument("cell_k: must be between 1 and 8 (or 0: the cheapest of 1, 2, 3)");
+        // The Python Engine validates its options (from the names exported below); these
+        // checks keep direct callers from building an out-of-range grid or plan.
+        order_ = option_value(kCellOrderNames, cell_order, "cell_order");
+        method_ = option_value(kMethodNames, method, "method");
+        if (cell_k < 0 || cell_k > kMaxCellK)
+            throw std::invalid_argument("cell_k: must be between 1 and " + std::to_string(kMaxCellK) +
+                                        " (or 0: the cheapest of 1, 2, 3)");
         cell_k_ = cell_k;
         if (n_threads < 0) throw std::invalid_argument("n_threads: must be >= 1 (or 0 for all cores)");
         n_threads_ = n_threads == 0 ? max_threads() : n_threads;
@@ -309,6 +306,16 @@ PYBIND11_MODULE(_fastrdf_cpu, m) {
     m.def("l2_cache_bytes", &cpu::l2_cache_bytes);
     m.def("max_threads", &max_threads);
     m.attr("threads") = "fork-aware std::thread pool";
+    // The constants of the kernels, for the Python engine (mdakit_fastrdf.engine)
+    m.attr("MAX_BINS") = kMaxBins;
+    m.attr("NO_BOX") = static_cast<int>(kNoBox);
+    m.attr("ORTHO") = static_cast<int>(kOrtho);
+    m.attr("TRICLINIC") = static_cast<int>(kTriclinic);
+    m.attr("ORTHO_SCALED") = static_cast<int>(kOrthoScaled);
+    m.attr("MAX_CELL_K") = kMaxCellK;
+    m.attr("METHODS") = option_names(kMethodNames);
+    m.attr("CELL_ORDERS") = option_names(kCellOrderNames);
+    m.attr("CUDA_KERNELS") = option_names(kCudaKernelNames);
     m.attr("version") = FASTRDF_VERSION;
     m.attr("compiler") = FASTRDF_COMPILER;
 }

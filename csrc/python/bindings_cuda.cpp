@@ -21,29 +21,16 @@ using namespace fastrdf;
 namespace {
 
 gpu::KernelChoice parse_kernel(const std::string& k) {
-    if (k == "auto") return gpu::KernelChoice::kAuto;
-    if (k == "shared") return gpu::KernelChoice::kShared;
-    if (k == "global") return gpu::KernelChoice::kGlobal;
-    if (k == "packed") return gpu::KernelChoice::kPacked;
-    throw std::invalid_argument("kernel: must be 'auto', 'shared', 'packed' or 'global', got '" + k + "'");
+    return static_cast<gpu::KernelChoice>(option_value(kCudaKernelNames, k, "kernel"));
 }
 
-int parse_method(const std::string& m) {
-    if (m == "auto") return kMethodAuto;
-    if (m == "allpairs") return kMethodAllPairs;
-    if (m == "cells") return kMethodCells;
-    throw std::invalid_argument("method: must be 'auto', 'allpairs' or 'cells', got '" + m + "'");
-}
+int parse_method(const std::string& m) { return option_value(kMethodNames, m, "method"); }
 
-int parse_order(const std::string& o) {
-    if (o == "rowmajor") return kOrderRowMajor;
-    if (o == "morton") return kOrderMorton;
-    if (o == "hilbert") return kOrderHilbert;
-    throw std::invalid_argument("cell_order: must be 'rowmajor', 'morton' or 'hilbert'");
-}
+int parse_order(const std::string& o) { return option_value(kCellOrderNames, o, "cell_order"); }
 
 int check_k(int k) {
-    if (k < 1 || k > 8) throw std::invalid_argument("cell_k: must be between 1 and 8");
+    if (k < 1 || k > kMaxCellK)
+        throw std::invalid_argument("cell_k: must be between 1 and " + std::to_string(kMaxCellK));
     return k;
 }
 
@@ -158,4 +145,6 @@ PYBIND11_MODULE(_fastrdf_cuda, m) {
     m.def("runtime_version", &gpu::runtime_version);
     m.def("driver_version", &gpu::driver_version);
     m.attr("architectures") = FASTRDF_CUDA_ARCHS;
+    // The names of the all-pairs kernels (kernel=...), for the Python engine
+    m.attr("KERNELS") = option_names(kCudaKernelNames);
 }

@@ -28,6 +28,14 @@ const T* checked(const py::array& a, const char* name, py::ssize_t ndim) {
     return static_cast<const T*>(a.data());
 }
 
+// The names of an option table (kernel_api.hpp) as a tuple of str, for the modules' exports.
+template <std::size_t N>
+py::tuple option_names(const OptionName (&table)[N]) {
+    py::tuple t(N);
+    for (std::size_t k = 0; k < N; ++k) t[k] = py::str(table[k].name);
+    return t;
+}
+
 // One frame's arguments, checked. `p` holds everything but the coordinates, which each engine
 // lays out its own way (xyz: the (n, 3) float32 array as given).
 struct FrameArgs {

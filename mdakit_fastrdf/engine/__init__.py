@@ -17,19 +17,41 @@ import numpy as np
 from MDAnalysis.lib.mdamath import triclinic_vectors
 
 __all__ = [
-    "Engine", "Box", "MAX_BINS", "prepare_box", "build_info", "cuda_devices", "validate_device",
+    "MAX_BINS", "Box", "Engine", "build_info", "cuda_devices", "prepare_box", "validate_device",
     "validate_precision",
 ]
 
-NO_BOX, ORTHO, TRICLINIC, ORTHO_SCALED = 0, 1, 2, 3
+try:
+    from . import _fastrdf_cpu as _cpu
+except ImportError as exc:
+    _why = "was not found" if isinstance(exc, ModuleNotFoundError) else f"could not be loaded ({exc})"
+    raise ImportError(
+        f"mdakit_fastrdf: the compiled kernel module mdakit_fastrdf.engine._fastrdf_cpu {_why}. "
+        "The usual cause is running from a source checkout that was not built: install the "
+        "package, which compiles the kernels, with `python -m pip install .` from the "
+        "checkout (add `-e` for an editable install)."
+    ) from exc
+
+# The constants of the kernels, as the compiled module exports them (kernel_api.hpp,
+# geometry.hpp): the box kinds, the most bins any device takes (the GPU's float bin index
+# needs nbins < 2^22, and every device accepts the same problems), the pair-finding methods,
+# the orders of the cell columns and the largest cells per cutoff.
+NO_BOX, ORTHO, TRICLINIC, ORTHO_SCALED = _cpu.NO_BOX, _cpu.ORTHO, _cpu.TRICLINIC, _cpu.ORTHO_SCALED
+MAX_BINS = _cpu.MAX_BINS
+_METHODS = tuple(_cpu.METHODS)
+_CELL_ORDERS = tuple(_cpu.CELL_ORDERS)
+_MAX_CELLS_PER_CUTOFF = _cpu.MAX_CELL_K
+# the CUDA all-pairs kernels (kernel=...): the CPU module exports the same table as the CUDA
+# module's KERNELS, so that a build without CUDA checks the option alike
+_KERNELS = tuple(_cpu.CUDA_KERNELS)
 _DEVICES = ("auto", "cpu", "cuda")
 _PRECISIONS = ("single", "double")
-_METHODS = ("auto", "allpairs", "cells")
 
 
-# The most bins the kernels take (kMaxBins in csrc/include/fastrdf/kernel_api.hpp): the GPU's
-# float bin index needs nbins < 2^22, and every device accepts the same problems.
-MAX_BINS = 4_000_000
+def _choices(names) -> str:
+    """``'a', 'b' or 'c'``"""
+    quoted = [repr(n) for n in names]
+    return ", ".join(quoted[:-1]) + " or " + quoted[-1] if len(quoted) > 1 else quoted[0]
 
 # device='auto' takes the GPU from this many atom pairs per frame on (below it the launch and
 # transfer overheads outweigh the kernel; see docs/performance.rst for the measurement).
@@ -42,9 +64,7 @@ GPU_CELLS_PER_CUTOFF = 1
 
 
 def _cpu_module():
-    from . import _fastrdf_cpu
-
-    return _fastrdf_cpu
+    return _cpu
 
 
 def _cuda_module():
@@ -203,10 +223,37 @@ def validate_method(method) -> str:
     """Check ``method`` ('auto', 'allpairs' or 'cells')."""
     if not isinstance(method, str) or method.lower() not in _METHODS:
         raise ValueError(
-            f"method must be 'auto' (cell lists when they are expected to be faster), "
-            f"'allpairs' or 'cells', got {method!r}"
+            f"method must be {_choices(_METHODS)} ('auto': cell lists when they are expected "
+            f"to be faster), got {method!r}"
         )
     return method.lower()
+
+
+def validate_cells_per_cutoff(cells_per_cutoff):
+    """Check ``cells_per_cutoff`` (an integer from 1 to 8, or None) and return it as int."""
+    if cells_per_cutoff is None:
+        return None
+    if (isinstance(cells_per_cutoff, bool) or not isinstance(cells_per_cutoff, numbers.Integral)
+            or not 1 <= cells_per_cutoff <= _MAX_CELLS_PER_CUTOFF):
+        raise ValueError(
+            f"cells_per_cutoff must be an integer from 1 to {_MAX_CELLS_PER_CUTOFF} or None, "
+            f"got {cells_per_cutoff!r}"
+        )
+    return int(cells_per_cutoff)
+
+
+def validate_cell_order(cell_order) -> str:
+    """Check ``cell_order`` ('rowmajor', 'morton' or 'hilbert')."""
+    if cell_order not in _CELL_ORDERS:
+        raise ValueError(f"cell_order must be {_choices(_CELL_ORDERS)}, got {cell_order!r}")
+    return cell_order
+
+
+def validate_kernel(kernel) -> str:
+    """Check ``kernel`` ('auto', 'shared', 'packed' or 'global')."""
+    if kernel not in _KERNELS:
+        raise ValueError(f"kernel must be {_choices(_KERNELS)}, got {kernel!r}")
+    return kernel
 
 
 def validate_n_threads(n_threads):
@@ -379,19 +426,11 @@ class Engine:
                  cell_order="rowmajor"):
         self.device = validate_device(device)
         self.method = validate_method(method)
-        if cells_per_cutoff is not None and (
-                isinstance(cells_per_cutoff, bool) or not isinstance(cells_per_cutoff, numbers.Integral)
-                or not 1 <= cells_per_cutoff <= 8):
-            raise ValueError(f"cells_per_cutoff must be an integer from 1 to 8 or None, got {cells_per_cutoff!r}")
-        self.cells_per_cutoff = None if cells_per_cutoff is None else int(cells_per_cutoff)
-        if cell_order not in ("rowmajor", "morton", "hilbert"):
-            raise ValueError(f"cell_order must be 'rowmajor', 'morton' or 'hilbert', got {cell_order!r}")
-        self.cell_order = cell_order
+        self.cells_per_cutoff = validate_cells_per_cutoff(cells_per_cutoff)
+        self.cell_order = validate_cell_order(cell_order)
         self.precision = validate_precision(precision)
         self.n_threads = validate_n_threads(n_threads)
-        if kernel not in ("auto", "shared", "packed", "global"):
-            raise ValueError(f"kernel must be 'auto', 'shared', 'packed' or 'global', got {kernel!r}")
-        self.kernel = kernel
+        self.kernel = validate_kernel(kernel)
         self.max_window_bins = int(max_window_bins)
         self.exact_sqrt = bool(exact_sqrt)
         self.device_used = None  # 'cpu' or 'cuda:N' once the first frame ran

@@ -41,7 +41,12 @@ DeviceInfo device_info(int device);
 int runtime_version();
 int driver_version();
 
-enum class KernelChoice : int { kAuto = 0, kShared = 1, kGlobal = 2, kPacked = 3 };
+enum class KernelChoice : int {
+    kAuto = kCudaAuto,
+    kShared = kCudaShared,
+    kGlobal = kCudaGlobal,
+    kPacked = kCudaPacked
+};
 
 // How the last frame was launched (for tests, benchmarks and --info).
 struct LaunchInfo {

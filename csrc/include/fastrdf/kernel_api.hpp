@@ -8,6 +8,7 @@
 #include <cmath>
 #include <utility>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "fastrdf/cells.hpp"
@@ -18,6 +19,46 @@ namespace fastrdf {
 // How a kernel finds the pairs: every pair, cell lists (cells.hpp), or whichever is expected
 // to be faster for the frame.
 enum Method : int { kMethodAuto = 0, kMethodAllPairs = 1, kMethodCells = 2 };
+
+// The CUDA all-pairs kernel (gpu::KernelChoice, cuda.hpp): chosen per frame, 32-bit shared
+// counters, 64-bit global atomics, packed 16-bit shared counters.
+enum CudaKernel : int { kCudaAuto = 0, kCudaShared = 1, kCudaGlobal = 2, kCudaPacked = 3 };
+
+// Cells per r_max of the cell lists (cell_k) go up to this (0: the CPU's choice of 1, 2, 3).
+constexpr int kMaxCellK = 8;
+
+// The names of the options as the Python API spells them, with their values. The bindings
+// parse with these tables and export the names (METHODS, CELL_ORDERS, CUDA_KERNELS), from
+// which the Python validators build their messages.
+struct OptionName {
+    const char* name;
+    int value;
+};
+inline constexpr OptionName kMethodNames[] = {
+    {"auto", kMethodAuto}, {"allpairs", kMethodAllPairs}, {"cells", kMethodCells}};
+inline constexpr OptionName kCellOrderNames[] = {
+    {"rowmajor", kOrderRowMajor}, {"morton", kOrderMorton}, {"hilbert", kOrderHilbert}};
+inline constexpr OptionName kCudaKernelNames[] = {
+    {"auto", kCudaAuto}, {"shared", kCudaShared}, {"packed", kCudaPacked}, {"global", kCudaGlobal}};
+
+// "'a', 'b' or 'c'"
+template <std::size_t N>
+std::string option_list(const OptionName (&table)[N]) {
+    std::string s;
+    for (std::size_t k = 0; k < N; ++k)
+        s += std::string(k == 0 ? "" : k + 1 == N ? " or " : ", ") + "'" + table[k].name + "'";
+    return s;
+}
+
+// The value of option `what` called `name`; std::invalid_argument (a ValueError in Python)
+// listing the names otherwise.
+template <std::size_t N>
+int option_value(const OptionName (&table)[N], const std::string& name, const char* what) {
+    for (const OptionName& o : table)
+        if (name == o.name) return o.value;
+    throw std::invalid_argument(std::string(what) + ": must be " + option_list(table) + ", got '" +
+                                name + "'");
+}
 
 // The CPU kernels compute rows in whole blocks of 16 lanes: every coordinate and label array
 // handed to them holds kRowPad readable (finite) elements past its last atom.
