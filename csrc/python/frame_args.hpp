@@ -36,6 +36,15 @@ py::tuple option_names(const OptionName (&table)[N]) {
     return t;
 }
 
+// The bin edges an engine last checked: the array (held, so that its buffer stays alive and
+// cannot be reused by another array) and a copy of its values, which the kernels read. An
+// engine checks the edges once per array: every frame that passes the same array, of the same
+// length and ends, takes the copy without check_edges.
+struct CheckedEdges {
+    py::object array = py::none();
+    std::vector<double> values;
+};
+
 // One frame's arguments, checked. `p` holds everything but the coordinates, which each engine
 // lays out its own way (xyz: the (n, 3) float32 array as given).
 struct FrameArgs {
@@ -43,6 +52,7 @@ struct FrameArgs {
     const float* xyz = nullptr;
     std::size_t n_atoms = 0;
     std::vector<double> images;  // triclinic extra images (owned here; p.images points in)
+    CheckedEdges edges;          // p.edges points into edges.values
 };
 
 // The kernels bin with numpy.histogram's rule for uniform bins: a fast index from
@@ -64,6 +74,22 @@ inline void check_edges(const double* e, int nbins) {
                 "edges: must be numpy.histogram's uniform edges of (rmin, rmax) and nbins "
                 "(edge " + std::to_string(k) + " is off the uniform grid, NaN or infinite)");
     }
+}
+
+// The checked edges of this frame (e: the nbins + 1 values of the array `edges`): the copy in
+// `c` when `edges` is the array checked last, unchanged in length and ends, else a fresh copy
+// once check_edges accepts it.
+inline const double* checked_edges(CheckedEdges& c, const py::array& edges, const double* e,
+                                   int nbins) {
+    const std::size_t n = static_cast<std::size_t>(nbins) + 1;
+    if (edges.is(c.array) && c.values.size() == n && c.values.front() == e[0] &&
+        c.values.back() == e[nbins])
+        return c.values.data();
+    c.array = py::none();
+    check_edges(e, nbins);
+    c.values.assign(e, e + n);
+    c.array = edges;
+    return c.values.data();
 }
 
 // The box of one frame, checked, into p (box_kind, ortho / triclinic set-up, max_abs_coord);
@@ -134,7 +160,7 @@ inline void parse_frame(FrameArgs& a, const py::array& coords, const py::array& 
         if (p.pairs[i] < 0 || p.pairs[i] >= p.n_species)
             throw std::invalid_argument("pairs: species index out of range");
     if (p.nbins < 1) throw std::invalid_argument("edges: need at least two edges");
-    check_edges(p.edges, p.nbins);
+    p.edges = checked_edges(a.edges, edges, p.edges, p.nbins);
     if (!(out.ndim() == 2 && out.shape(0) == p.n_pairs && out.shape(1) == p.nbins))
         throw std::invalid_argument("out: shape must be (n_pairs, nbins)");
     if (!py::isinstance<py::array_t<uint64_t>>(out) || !(out.flags() & py::array::c_style) ||
