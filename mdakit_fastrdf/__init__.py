@@ -13,7 +13,7 @@ The package is layered (see the design page of the docs):
 """
 
 from ._version import __version__
-from .analysis import InterRDF, InterRDF_s, SpeciesRDF
+from .analysis import InterRDF, InterRDF_s, KirkwoodBuff, SpeciesRDF
 from .backends import DaskDistributedBackend, NodeBackend
 from .engine import build_info, cuda_devices
 from .outputs.io import RDFData, load, save
@@ -23,6 +23,7 @@ __all__ = [
     "InterRDF",
     "InterRDF_s",
     "SpeciesRDF",
+    "KirkwoodBuff",
     "NodeBackend",
     "DaskDistributedBackend",
     "RDFData",

@@ -83,3 +83,17 @@ def test_outputs_never_branch_on_an_analysis_name():
         text = path.read_text(encoding="utf-8")
         assert not pattern.search(text), f"{path.name} branches on an analysis name"
         assert "isinstance(obj, InterRDF" not in text
+
+
+def test_every_analysis_is_known_to_load_in_a_fresh_process():
+    """load() of any analysis' file works in a new interpreter: importing the package
+    registers every analysis class."""
+    import subprocess
+    import sys
+
+    code = ("import mdakit_fastrdf; from mdakit_fastrdf.analysis.declarations import "
+            "analysis_class as c; print([c(n).__name__ for n in "
+            "('InterRDF', 'InterRDF_s', 'SpeciesRDF', 'KirkwoodBuff')])")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "KirkwoodBuff" in res.stdout

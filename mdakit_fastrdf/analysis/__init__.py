@@ -3,5 +3,6 @@
 from .rdf import InterRDF
 from .rdf_s import InterRDF_s
 from .species import SpeciesRDF
+from .kirkwood_buff import KirkwoodBuff
 
-__all__ = ["InterRDF", "InterRDF_s", "SpeciesRDF"]
+__all__ = ["InterRDF", "InterRDF_s", "KirkwoodBuff", "SpeciesRDF"]

@@ -39,6 +39,7 @@ import warnings
 import numpy as np
 from MDAnalysis.analysis.results import Results
 
+from .checks import EXCLUDE_SAME
 from .declarations import Field
 from .species import SpeciesRDF
 
@@ -77,7 +78,6 @@ WEIGHTS = {
 }
 _CORRECTIONS = ("gv", "none")
 _INTEGRATIONS = ("histogram", "trapezoid")
-_EXCLUDE_ATTR = {"residue": "resindices", "segment": "segindices", "chain": "chainIDs"}
 
 
 # -- checks ------------------------------------------------------------------------------
@@ -721,7 +721,7 @@ def pair_kirkwood_buff(rdf, *, n_b=None, volume=None, delta=None, **options):
         if block is not None:
             excluded = int(len(g1) // block[0] * block[0] * block[1])
         elif same_attr is not None:
-            attr = _EXCLUDE_ATTR.get(same_attr, same_attr)
+            attr = EXCLUDE_SAME.get(same_attr, same_attr)
             excluded = _excluded_pairs(getattr(g1, attr), getattr(g2, attr))
         else:
             n_self = excluded = len(np.intersect1d(g1.ix, g2.ix))
@@ -1028,7 +1028,7 @@ class KirkwoodBuff(SpeciesRDF):
     def _pair_exclusions(self):
         """Per pair: self pairs counted at distance 0 per frame, and pairs never counted."""
         n_self, excluded = [], []
-        attr = _EXCLUDE_ATTR.get(self.exclude_same)
+        attr = EXCLUDE_SAME.get(self.exclude_same)
         for a, b in self._pairs:
             ga, gb = self.groups[a], self.groups[b]
             common = len(np.intersect1d(ga.ix, gb.ix))
