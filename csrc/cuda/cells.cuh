@@ -1,6 +1,6 @@
 // The cell-list kernels (cells.hpp): their tasks and arguments, the launcher of the sort on
 // the device (cells.cu) and the host launcher of every cell kernel variant (instantiated in
-// cells_float.cu and cells_double.cu).
+// cells_<box>.cu, one translation unit per box type, so that they compile in parallel).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -75,22 +75,18 @@ void launch_cells(const LaunchInfo& launch, const CellKernelArgs& a, const Box& 
     void launch_cells<T, Box, Rule>(const LaunchInfo&, const CellKernelArgs&, const Box&,      \
                                     const Rule&, bool, long long, cudaStream_t)
 // The launchers of box template B: every rule that Histogrammer::Impl::with_rule<T, false>
-// hands them, single precision (cells_float.cu) and double (cells_double.cu).
-#define FASTRDF_CELLS_INSTANCES_FLOAT(EXTERN, B)                                 \
-    EXTERN template FASTRDF_CELLS_LAUNCHER(float, B<float>, FloatRule<true>);    \
-    EXTERN template FASTRDF_CELLS_LAUNCHER(float, B<float>, FloatRule<false>);   \
-    EXTERN template FASTRDF_CELLS_LAUNCHER(float, B<float>, ExactRule<float>)
-#define FASTRDF_CELLS_INSTANCES_DOUBLE(EXTERN, B) \
+// hands them. EXTERN: `extern` (declarations, below) or nothing (cells_<box>.cu).
+#define FASTRDF_CELLS_INSTANCES(EXTERN, B)                                     \
+    EXTERN template FASTRDF_CELLS_LAUNCHER(float, B<float>, FloatRule<true>);  \
+    EXTERN template FASTRDF_CELLS_LAUNCHER(float, B<float>, FloatRule<false>); \
+    EXTERN template FASTRDF_CELLS_LAUNCHER(float, B<float>, ExactRule<float>); \
     EXTERN template FASTRDF_CELLS_LAUNCHER(double, B<double>, ExactRule<double>)
-#define FASTRDF_CELLS_ALL_BOXES(INSTANCES, EXTERN) \
-    INSTANCES(EXTERN, NoBox);                      \
-    INSTANCES(EXTERN, OrthoBox);                   \
-    INSTANCES(EXTERN, OrthoBoxScaled);             \
-    INSTANCES(EXTERN, TriclinicNoImages);          \
-    INSTANCES(EXTERN, TriclinicImages)
 
-FASTRDF_CELLS_ALL_BOXES(FASTRDF_CELLS_INSTANCES_FLOAT, extern);
-FASTRDF_CELLS_ALL_BOXES(FASTRDF_CELLS_INSTANCES_DOUBLE, extern);
+FASTRDF_CELLS_INSTANCES(extern, NoBox);
+FASTRDF_CELLS_INSTANCES(extern, OrthoBox);
+FASTRDF_CELLS_INSTANCES(extern, OrthoBoxScaled);
+FASTRDF_CELLS_INSTANCES(extern, TriclinicNoImages);
+FASTRDF_CELLS_INSTANCES(extern, TriclinicImages);
 
 }  // namespace detail
 }  // namespace gpu

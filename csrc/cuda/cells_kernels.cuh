@@ -1,5 +1,5 @@
 // The cell-list kernel and its launcher (device code and the host code that launches it);
-// included by cells_float.cu and cells_double.cu only.
+// included by the cells_<box>.cu translation units only.
 #pragma once
 
 #include <cuda_runtime.h>

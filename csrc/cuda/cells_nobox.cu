@@ -1,11 +1,11 @@
-// The cell-list kernels in single precision (every rule), every box type.
+// The cell-list kernels of the no box (NoBox), both precisions, every rule.
 #include "cells_kernels.cuh"
 
 namespace fastrdf {
 namespace gpu {
 namespace detail {
 
-FASTRDF_CELLS_ALL_BOXES(FASTRDF_CELLS_INSTANCES_FLOAT, );
+FASTRDF_CELLS_INSTANCES(, NoBox);
 
 }  // namespace detail
 }  // namespace gpu

@@ -1,11 +1,11 @@
-// The cell-list kernels in double precision, every box type.
+// The cell-list kernels of the orthorhombic box (OrthoBox), both precisions, every rule.
 #include "cells_kernels.cuh"
 
 namespace fastrdf {
 namespace gpu {
 namespace detail {
 
-FASTRDF_CELLS_ALL_BOXES(FASTRDF_CELLS_INSTANCES_DOUBLE, );
+FASTRDF_CELLS_INSTANCES(, OrthoBox);
 
 }  // namespace detail
 }  // namespace gpu
