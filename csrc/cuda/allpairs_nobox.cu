@@ -1,4 +1,4 @@
-// The all-pairs kernels of the no box (NoBox), both precisions, every rule.
+// The all-pairs kernels without a box (NoBox): both precisions, every rule.
 #include "allpairs_kernels.cuh"
 
 namespace fastrdf {

@@ -1,4 +1,4 @@
-// The all-pairs kernels of the orthorhombic box (OrthoBox), both precisions, every rule.
+// The all-pairs kernels of an orthorhombic box (OrthoBox): both precisions, every rule.
 #include "allpairs_kernels.cuh"
 
 namespace fastrdf {

@@ -1,4 +1,5 @@
-// The all-pairs kernels of the orthorhombic box in MDAnalysis's brute-force arithmetic (OrthoBoxScaled), both precisions, every rule.
+// The all-pairs kernels of an orthorhombic box in MDAnalysis's brute-force arithmetic
+// (OrthoBoxScaled): both precisions, every rule.
 #include "allpairs_kernels.cuh"
 
 namespace fastrdf {

@@ -1,4 +1,5 @@
-// The all-pairs kernels of the triclinic box with extra images (TriclinicImages), both precisions, every rule.
+// The all-pairs kernels of a triclinic box with extra images
+// (TriclinicImages): both precisions, every rule.
 #include "allpairs_kernels.cuh"
 
 namespace fastrdf {

@@ -13,6 +13,7 @@ namespace fastrdf {
 namespace gpu {
 namespace detail {
 
+// An allocation in device memory (Pinned = false) or page-locked host memory (Pinned = true)
 // that grows and never shrinks; a failed device allocation says how much was asked for and
 // how much the device has.
 template <typename T, bool Pinned>

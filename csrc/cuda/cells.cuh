@@ -15,8 +15,6 @@ namespace fastrdf {
 namespace gpu {
 namespace detail {
 
-// ---- Cell lists (cells.hpp) --------------------------------------------------------------
-//
 // Per frame, on the device: every atom gets its cell (assign_cells, in double, as on the
 // CPU), each species block is counting-sorted by cell (count, scan_cells, scatter_cells; the
 // order inside a cell depends on the atomics, which cannot change a count: the distance of

@@ -1,4 +1,4 @@
-// The cell-list kernels of the no box (NoBox), both precisions, every rule.
+// The cell-list kernels without a box (NoBox): both precisions, every rule.
 #include "cells_kernels.cuh"
 
 namespace fastrdf {

@@ -1,4 +1,4 @@
-// The cell-list kernels of the orthorhombic box (OrthoBox), both precisions, every rule.
+// The cell-list kernels of an orthorhombic box (OrthoBox): both precisions, every rule.
 #include "cells_kernels.cuh"
 
 namespace fastrdf {

@@ -1,4 +1,5 @@
-// The cell-list kernels of the orthorhombic box in MDAnalysis's brute-force arithmetic (OrthoBoxScaled), both precisions, every rule.
+// The cell-list kernels of an orthorhombic box in MDAnalysis's brute-force arithmetic
+// (OrthoBoxScaled): both precisions, every rule.
 #include "cells_kernels.cuh"
 
 namespace fastrdf {

@@ -1,4 +1,5 @@
-// The cell-list kernels of the triclinic box without extra images (TriclinicNoImages), both precisions, every rule.
+// The cell-list kernels of a triclinic box without extra images
+// (TriclinicNoImages): both precisions, every rule.
 #include "cells_kernels.cuh"
 
 namespace fastrdf {

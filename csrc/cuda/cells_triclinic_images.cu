@@ -1,4 +1,5 @@
-// The cell-list kernels of the triclinic box with extra images (TriclinicImages), both precisions, every rule.
+// The cell-list kernels of a triclinic box with extra images
+// (TriclinicImages): both precisions, every rule.
 #include "cells_kernels.cuh"
 
 namespace fastrdf {

@@ -92,10 +92,13 @@ using TriclinicNoImages = TriclinicBox<T, false>;
 template <typename T>
 using TriclinicImages = TriclinicBox<T, true>;
 
+// CUDA's name and description of an error.
 inline std::string error_text(cudaError_t e) {
     return std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")";
 }
 
+// Throws OutOfMemory (a failed allocation) or CudaError, naming the call `what` and CUDA's
+// error, unless e is cudaSuccess.
 inline void check(cudaError_t e, const char* what) {
     if (e == cudaSuccess) return;
     (void)cudaGetLastError();  // clear a non-sticky error so the engine stays usable
@@ -103,8 +106,6 @@ inline void check(cudaError_t e, const char* what) {
     if (e == cudaErrorMemoryAllocation) throw OutOfMemory(msg);
     throw CudaError(msg);
 }
-
-// An allocation in device memory (Pinned = false) or page-locked host memory (Pinned = true)
 
 }  // namespace detail
 }  // namespace gpu
