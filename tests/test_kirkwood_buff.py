@@ -26,6 +26,8 @@ import pytest
 from MDAnalysis.coordinates.memory import MemoryReader
 from numpy.polynomial import Polynomial
 
+from conftest import requires_gpu
+
 from mdakit_fastrdf import InterRDF
 from mdakit_fastrdf.analysis.kirkwood_buff import (
     KirkwoodBuff,
@@ -637,6 +639,19 @@ def test_serial_and_multiprocessing_identical(mixture):
     for name in ("count_uint64", "kb_rdf", "kb_running", "kb", "kb_surface", "kb_r2",
                  "kb_partial_molar_volume", "kb_dlngamma", "kb_compressibility", "kb_sem"):
         np.testing.assert_array_equal(serial[name], multi[name], err_msg=name)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_equals_cpu(mixture):
+    """On a GPU the same histograms, so the same KB integrals, bit for bit (double)."""
+    _, u = mixture
+    opts = {"by": "type", "nbins": 60, "range": (0.0, 12.0), "method": "allpairs"}
+    cpu = KirkwoodBuff(u.atoms, device="cpu", **opts).run(blocks=2).results
+    gpu = KirkwoodBuff(u.atoms, device="cuda", **opts).run(blocks=2)
+    assert gpu.parameters()["device_used"].startswith("cuda")
+    for name in ("count_uint64", "kb_running", "kb", "kb_sem"):
+        np.testing.assert_array_equal(cpu[name], gpu.results[name], err_msg=name)
 
 
 # -- the documentation's worked example ------------------------------------------------------------

@@ -101,7 +101,7 @@ def test_parameters_of_the_run(interrdf, adk_water):
     assert p["version"] == mdakit_fastrdf.__version__
     assert p["nbins"] == 40 and p["range"] == [0.0, 10.0] and p["norm"] == "rdf"
     assert p["exclusion_block"] == [1, 1] and p["exclude_same"] is None
-    assert p["precision"] == "single" and p["device"] == "auto"
+    assert p["precision"] == "double" and p["device"] == "auto"
     assert p["device_used"] == interrdf._engine.device_used  # 'cpu', or a GPU where there is one
     assert p["device_used"] in ("cpu", "cuda:0")
     assert p["n_frames"] == 4 and p["frames"] == [0, 1, 2, 3]

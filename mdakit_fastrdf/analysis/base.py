@@ -226,7 +226,7 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
 
     # -- construction -----------------------------------------------------------------
     def _init_histograms(self, universe, nbins, range, norm, *, device="auto",
-                         precision="single", n_threads=None, method="auto", kwargs=None,
+                         precision="double", n_threads=None, method="auto", kwargs=None,
                          nbins_limit=check_nbins.__defaults__[0]):
         """Check and store what every analysis takes. Call it first in ``__init__`` (after
         the checks MDAnalysis makes first, e.g. of the groups): unknown keywords are a

@@ -75,11 +75,12 @@ class InterRDF(PairHistogramBase):
         ``'cuda:N'`` insist on a GPU: without one the first frame raises a RuntimeError
         naming what is missing. Single-precision GPU counts equal the CPU's bit for bit.
     precision : {'single', 'double'}, optional
-        Keyword only. Arithmetic of the distances. ``'double'`` reproduces InterRDF's counts
-        exactly (on the CPU at 1.3–1.5 times the time of single: the pairs are computed in
-        float32 and those within rounding of a bin edge again in float64); ``'single'``
-        (default, faster) may move a pair whose distance lies within float32 rounding (a few
-        parts in 10^7) of a bin edge into the neighbouring bin.
+        Keyword only. Arithmetic of the distances. ``'double'`` (default) gives InterRDF's
+        counts exactly: every pair is computed in float32 and those within a proven rounding
+        bound of a bin edge again in float64, so it costs little more than ``'single'``.
+        ``'single'`` (opt-in, the last few percent) may move a pair whose distance lies within
+        float32 rounding (a few parts in 10^7) of a bin edge into the neighbouring bin: on the
+        adk demo's water O–O RDF, 120 of 49.3 million counts.
     n_threads : int, optional
         Keyword only. CPU threads per process (default: all cores, divided among the workers
         of a parallel run).
@@ -169,7 +170,7 @@ class InterRDF(PairHistogramBase):
         backend="serial",
         *,
         device="auto",
-        precision="single",
+        precision="double",
         n_threads=None,
         method="auto",
         **kwargs,

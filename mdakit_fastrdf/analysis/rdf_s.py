@@ -50,9 +50,9 @@ class InterRDF_s(PairHistogramBase):
         Keyword only. Where the kernel runs: the CPU (``'auto'``, the default, means the CPU
         here; ``'cuda'`` is a ValueError, see above).
     precision : {'single', 'double'}, optional
-        Keyword only. ``'double'`` reproduces MDAnalysis's counts exactly; ``'single'``
-        (default, as for :class:`InterRDF`) may move a pair within float32 rounding of a bin
-        edge into the neighbouring bin.
+        Keyword only. ``'double'`` (default) reproduces MDAnalysis's counts exactly;
+        ``'single'`` (opt-in, as for :class:`InterRDF`) may move a pair within float32
+        rounding of a bin edge into the neighbouring bin.
     n_threads : int, optional
         Keyword only. CPU threads per process (default: all cores, shared among the workers
         of a parallel run).
@@ -174,7 +174,7 @@ class InterRDF_s(PairHistogramBase):
         backend="serial",
         *,
         device="auto",
-        precision="single",
+        precision="double",
         n_threads=None,
         **kwargs,
     ):

@@ -125,8 +125,9 @@ class SpeciesRDF(PairHistogramBase):
     device : {'auto', 'cpu', 'cuda', 'cuda:N'}, optional
         Keyword only. Where the kernel runs (see :class:`InterRDF`).
     precision : {'single', 'double'}, optional
-        Keyword only. ``'double'`` gives InterRDF's exact counts; ``'single'`` (default) may
-        move a pair within float32 rounding of a bin edge to the neighbouring bin.
+        Keyword only. ``'double'`` (default) gives InterRDF's exact counts; ``'single'``
+        (opt-in) may move a pair within float32 rounding of a bin edge to the neighbouring
+        bin (see :class:`InterRDF`).
     n_threads : int, optional
         Keyword only. CPU threads per process.
     method : {'auto', 'allpairs', 'cells'}, optional
@@ -269,7 +270,7 @@ class SpeciesRDF(PairHistogramBase):
         exclude_self=False,
         *,
         device="auto",
-        precision="single",
+        precision="double",
         n_threads=None,
         method="auto",
         **kwargs,
