@@ -27,7 +27,7 @@ def _prefer_installed_package():
     src = os.path.join(root, "mdakit_fastrdf")
     if "mdakit_fastrdf" in sys.modules:
         return
-    if os.path.isdir(src) and not glob.glob(os.path.join(src, "_fastrdf_cpu*")):
+    if os.path.isdir(src) and not glob.glob(os.path.join(src, "engine", "_fastrdf_cpu*")):
         sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != root]
 
 

@@ -215,6 +215,36 @@ void wrap_positions(py::array coords, py::array box, bool triclinic) {
     }
 }
 
+// One frame's positions of the atoms `ix` (rows of `positions`) copied into `out`, in one
+// pass that also checks that every value is finite (a NaN or an infinity anywhere makes the
+// frame's RDF undefined). Returns false when one is not. The analyses' only host copy of a
+// frame before the kernel's own layout.
+bool gather_positions(py::array positions, py::array ix, py::array out) {
+    const float* src = checked<float>(positions, "positions", 2);
+    const std::int64_t* idx = checked<std::int64_t>(ix, "ix", 1);
+    if (positions.shape(1) != 3) throw std::invalid_argument("positions: must be (n, 3)");
+    if (!py::isinstance<py::array_t<float>>(out) || out.ndim() != 2 || out.shape(1) != 3 ||
+        !(out.flags() & py::array::c_style) || !out.writeable() || out.shape(0) != ix.shape(0))
+        throw std::invalid_argument("out: must be a writeable C-contiguous (len(ix), 3) float32 array");
+    float* dst = static_cast<float*>(out.mutable_data());
+    const auto n = static_cast<std::size_t>(ix.shape(0));
+    const auto rows = static_cast<std::int64_t>(positions.shape(0));
+    for (std::size_t k = 0; k < n; ++k)
+        if (idx[k] < 0 || idx[k] >= rows) throw std::out_of_range("ix: an index is outside positions");
+    py::gil_scoped_release release;
+    bool finite = true;
+    for (std::size_t k = 0; k < n; ++k) {
+        const float* a = src + 3 * idx[k];
+        float* b = dst + 3 * k;
+        b[0] = a[0];
+        b[1] = a[1];
+        b[2] = a[2];
+        // x - x is 0 for finite x and NaN for NaN or an infinity
+        finite &= (a[0] - a[0]) + (a[1] - a[1]) + (a[2] - a[2]) == 0.0f;
+    }
+    return finite;
+}
+
 py::dict triclinic_setup(py::array box, double rmax) {
     const double* m = checked<double>(box, "box", 2);
     const TriclinicSetup s = setup_triclinic(m, rmax);
@@ -296,6 +326,7 @@ PYBIND11_MODULE(_fastrdf_cpu, m) {
                                "bin units (-1: every pair ran in double) and the pairs it sent "
                                "to double (same counts either way)");
     m.def("wrap_positions", &wrap_positions, py::arg("coords"), py::arg("box"), py::arg("triclinic"));
+    m.def("gather_positions", &gather_positions, py::arg("positions"), py::arg("ix"), py::arg("out"));
     m.def("site_histograms", &site_histograms, py::arg("coords1"), py::arg("coords2"),
           py::arg("rmin"), py::arg("rmax"), py::arg("nbins"), py::arg("box_kind"), py::arg("box"),
           py::arg("out"), py::arg("double_precision"), py::arg("n_threads"));

@@ -31,6 +31,7 @@ from ..engine import (
     Box,
     Engine,
     available_cpus,
+    gather_positions,
     prepare_box,
     validate_device,
     validate_method,
@@ -305,6 +306,7 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
     def _prepare(self):
         nbins = self.rdf_settings["bins"]
         self._layout_cache = layout = self._layout()
+        layout.ix = np.ascontiguousarray(layout.ix, dtype=np.int64)
         self._check_histogram_memory(self._n_pair_histograms(), nbins,
                                      result_arrays=self._result_arrays)
         edges, bins = histogram_edges(nbins, self.rdf_settings["range"])
@@ -616,10 +618,11 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
         return box
 
     def _take_positions(self, ix, out):
-        """Copy the positions of atoms ``ix`` of this frame into ``out`` (float32), checked."""
+        """Copy the positions of atoms ``ix`` of this frame into ``out`` (float32), checked:
+        one compiled pass gathers and checks that every value is finite."""
         ts = self._ts
-        np.take(ts.positions, ix, axis=0, out=out)
-        if not np.isfinite(out).all():
+        positions = np.ascontiguousarray(ts.positions, dtype=np.float32)
+        if not gather_positions(positions, ix, out):
             raise ValueError(
                 f"coordinates of frame {ts.frame} hold NaN or infinite values; "
                 "the RDF of such a frame is undefined"

@@ -539,6 +539,12 @@ class Engine:
         return getattr(self._impl, "last_launch", None)
 
 
+def gather_positions(positions: np.ndarray, ix: np.ndarray, out: np.ndarray) -> bool:
+    """Copy rows ``ix`` (int64) of the float32 ``(n, 3)`` `positions` into `out` in one
+    compiled pass; False when a value is NaN or infinite."""
+    return _cpu.gather_positions(positions, ix, out)
+
+
 def wrap_positions(coords: np.ndarray, box: Box) -> None:
     """Wrap float32 ``coords`` (in place) into the primary cell as MDAnalysis does."""
     if box.kind == NO_BOX:
