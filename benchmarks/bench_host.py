@@ -20,6 +20,7 @@ To compare two checkouts in one run, call it once per tree with ``PYTHONPATH`` s
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import time
 import warnings
@@ -45,6 +46,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--label", default="")
+    parser.add_argument("--precision", default="single", choices=("single", "double"),
+                        help="of every analysis (default single: the same kernel work in "
+                        "checkouts whose default precision differs)")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     u = mda.Universe(TPR, XTC, in_memory=True)
@@ -54,16 +58,17 @@ def main(argv=None):
     s1, s2 = ow[:3], u.select_atoms("name HW1")[:2]
     s3, s4 = ow[3:5], u.select_atoms("name HW2")[:3]
     prot = u.select_atoms("protein or resname NA+ CL-")
+    p = {"precision": args.precision}
     cases = [
-        ("adk OW-OW", lambda: InterRDF(ow, ow, exclusion_block=(1, 1)).run()),
-        ("tiny (64 atoms)", lambda: InterRDF(tiny, tiny, exclusion_block=(1, 1)).run()),
-        ("sites (2 small pairs)", lambda: InterRDF_s(u, [[s1, s2], [s3, s4]]).run()),
+        ("adk OW-OW", lambda: InterRDF(ow, ow, exclusion_block=(1, 1), **p).run()),
+        ("tiny (64 atoms)", lambda: InterRDF(tiny, tiny, exclusion_block=(1, 1), **p).run()),
+        ("sites (2 small pairs)", lambda: InterRDF_s(u, [[s1, s2], [s3, s4]], **p).run()),
         ("  MDAnalysis InterRDF_s", lambda: mda_rdf.InterRDF_s(u, [[s1, s2], [s3, s4]]).run()),
-        ("species (protein+ions)", lambda: SpeciesRDF(prot, by="element").run()),
+        ("species (protein+ions)", lambda: SpeciesRDF(prot, by="element", **p).run()),
     ]
     print(f"# bench_host {args.label}: mdakit_fastrdf from {mdakit_fastrdf.__file__}")
     print(f"# {platform.processor() or platform.machine()}, {n} frames in memory, "
-          f"best of {args.repeat}")
+          f"best of {args.repeat}, precision {args.precision}, load {os.getloadavg()[0]:.1f}")
     print(f"| case | ms per frame {args.label} |")
     print("| --- | --- |")
     for name, fn in cases:
