@@ -7,18 +7,21 @@ Where they run (docs/installation.rst, "Testing the packaging"):
 * the sdist contents, the recipe and the cibuildwheel configuration: in CI (``python -m
   pytest tests``; the sdist comes from ``python -m build --sdist``, the ``build`` package of
   the test extra, about 20 s);
-* the CPU-only build of an unpacked sdist: in CI (about a minute on 2 cores);
-* the wheel test (``tools/build_wheel.sh``: sdist, wheel from the sdist with CUDA when
-  ``nvcc`` is found, ``auditwheel repair``; then a fresh virtual environment with the
-  compilers hidden installs it and runs the CLI demo): not in CI (it would add more than 5
-  minutes there), but with ``FASTRDF_WHEEL_TESTS=1 python -m pytest tests/test_packaging.py``,
-  or ``FASTRDF_WHEEL=dist/<wheel>.whl`` to test a wheel already built.
+* the CPU-only build of an unpacked sdist, and that wheel installed into a fresh virtual
+  environment with the compilers hidden, running ``mdakit-fastrdf --info`` and the demo: in
+  CI (a few minutes on 2 cores: the CPU kernels compile once more);
+* the release wheel test (``tools/build_wheel.sh``: sdist, wheel from the sdist with CUDA
+  when ``nvcc`` is found, ``auditwheel repair``; then the same fresh-venv check, which
+  must list the wheel's CUDA architectures): not in CI (the CUDA build alone takes minutes
+  more), but with ``FASTRDF_WHEEL_TESTS=1 python -m pytest tests/test_packaging.py``, or
+  ``FASTRDF_WHEEL=dist/<wheel>.whl`` to test a wheel already built.
 """
 
 import os
 import platform
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -49,6 +52,23 @@ def pyproject():
 def source_version():
     text = (ROOT / "mdakit_fastrdf" / "_version.py").read_text(encoding="utf-8")
     return re.search(r'^__version__ = "([^"]+)"$', text, re.M).group(1)
+
+
+def run(cmd, **kwargs):
+    """subprocess.run(cmd, capture_output=True, text=True, **kwargs) in a session of its own,
+    whose processes (a build's compilers too) are all ended if the test stops early."""
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          start_new_session=True, **kwargs) as proc:
+        try:
+            out, err = proc.communicate()
+        except BaseException:
+            os.killpg(proc.pid, signal.SIGKILL)
+            raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+#: a build on 2 cores shared with other jobs can take many times its quiet time
+BUILD_TIMEOUT = pytest.mark.timeout(3600)
 
 
 def split_requirement(req):
@@ -120,10 +140,13 @@ def test_cmake_names_existing_sources():
 @pytest.fixture(scope="module")
 def sdist(tmp_path_factory):
     """The sdist of this tree, made as a release makes it (``python -m build --sdist``)."""
-    pytest.importorskip("build", reason="needs the 'build' package (the test extra has it)")
     out = tmp_path_factory.mktemp("sdist")
-    proc = subprocess.run([sys.executable, "-m", "build", "--sdist", "--outdir", str(out),
-                           str(ROOT)], capture_output=True, text=True)
+    # run from out: in the repository, `python -m build` could find its build/ directory
+    if subprocess.run([sys.executable, "-m", "build", "--version"], cwd=out,
+                      capture_output=True).returncode != 0:
+        pytest.skip("needs the 'build' package (the test extra has it)")
+    proc = run([sys.executable, "-m", "build", "--sdist", "--outdir", str(out), str(ROOT)],
+               cwd=out)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (path,) = out.glob("*.tar.gz")
     return path
@@ -165,9 +188,10 @@ def test_sdist_metadata(sdist):
         assert re.search(rf"^Requires-Dist: {name}{re.escape(spec)}$", pkg_info, re.M | re.I), req
 
 
-def test_sdist_builds_cpu_only(sdist, tmp_path):
-    """The unpacked sdist builds (CPU kernels; the CUDA files are checked above) into a wheel
-    that holds the compiled module and the version file."""
+@pytest.fixture(scope="module")
+def cpu_wheel(sdist, tmp_path_factory):
+    """A CPU-only wheel built by pip from the unpacked sdist."""
+    tmp_path = tmp_path_factory.mktemp("sdist-build")
     with tarfile.open(sdist) as tar:
         if sys.version_info >= (3, 12):
             tar.extractall(tmp_path, filter="data")
@@ -175,16 +199,24 @@ def test_sdist_builds_cpu_only(sdist, tmp_path):
             tar.extractall(tmp_path)
     (src,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     env = dict(os.environ, PIP_NO_INPUT="1")
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--wheel-dir",
-                           str(tmp_path / "wheel"), "-C", "cmake.define.FASTRDF_CUDA=OFF",
-                           str(src)], capture_output=True, text=True, env=env)
+    proc = run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--wheel-dir",
+                str(tmp_path / "wheel"), "-C", "cmake.define.FASTRDF_CUDA=OFF", str(src)],
+               env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     (wheel,) = (tmp_path / "wheel").glob("*.whl")
-    with zipfile.ZipFile(wheel) as zf:
+    return wheel
+
+
+@BUILD_TIMEOUT
+def test_sdist_builds_cpu_only(cpu_wheel):
+    """The unpacked sdist builds (CPU kernels; the CUDA files are checked above) into a wheel
+    that holds the compiled module and the version file."""
+    with zipfile.ZipFile(cpu_wheel) as zf:
         names = zf.namelist()
     assert any(re.fullmatch(r"mdakit_fastrdf/engine/_fastrdf_cpu\..*(so|pyd)", n) for n in names)
     assert "mdakit_fastrdf/_version.py" in names
     assert not any("_fastrdf_cuda" in n for n in names)
+    assert cpu_wheel.name.startswith(f"mdakit_fastrdf-{source_version()}-")
 
 
 # ---- the wheel, installed where no compiler is ------------------------------------------
@@ -195,7 +227,7 @@ WHEEL_TESTS = bool(os.environ.get("FASTRDF_WHEEL_TESTS") or os.environ.get("FAST
 def hidden_compiler_env(tmp_path, venv):
     """An environment where no C/C++/CUDA compiler can be found: CC, CXX and CUDACXX are
     /bin/false, PATH starts with the venv and a directory whose cc, gcc, c++, g++, clang,
-    clang++, nvcc and cmake fail, and pip takes binary packages only."""
+    clang++, nvcc, cmake and ninja fail, and pip prefers binary packages."""
     shims = tmp_path / "no-compilers"
     shims.mkdir()
     for name in ("cc", "gcc", "c++", "g++", "clang", "clang++", "nvcc", "cmake", "ninja"):
@@ -209,7 +241,7 @@ def hidden_compiler_env(tmp_path, venv):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("CUDA", "FASTRDF_", "PYTHONPATH", "VIRTUAL_ENV"))}
     env.update(CC="/bin/false", CXX="/bin/false", CUDACXX="/bin/false", PATH=os.pathsep.join(path),
-               VIRTUAL_ENV=str(venv), PIP_ONLY_BINARY=":all:", PIP_NO_INPUT="1",
+               VIRTUAL_ENV=str(venv), PIP_PREFER_BINARY="1", PIP_NO_INPUT="1",
                MPLBACKEND="Agg")
     return env
 
@@ -221,40 +253,36 @@ def wheel(tmp_path_factory):
         assert path.is_file(), f"FASTRDF_WHEEL={path}: no such file"
         return path
     out = tmp_path_factory.mktemp("dist")
-    proc = subprocess.run(["bash", str(ROOT / "tools" / "build_wheel.sh"), str(out)],
-                          capture_output=True, text=True)
+    proc = run(["bash", str(ROOT / "tools" / "build_wheel.sh"), str(out)], cwd=out)
     sys.stdout.write(proc.stdout[-6000:])
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     (path,) = out.glob("*.whl")
     return path
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not WHEEL_TESTS, reason="builds a wheel (minutes): set FASTRDF_WHEEL_TESTS=1, "
-                    "or FASTRDF_WHEEL=<path> to test a built wheel")
-def test_wheel_installs_and_runs_without_a_compiler(wheel, tmp_path):
+def check_wheel_in_fresh_venv(wheel, tmp_path):
+    """Install wheel into a fresh virtual environment where no compiler can be found, check
+    that ``mdakit-fastrdf --info`` lists the CPU variants (and the CUDA architectures of a
+    CUDA wheel), and run the README's demo there. Returns the seconds ``pip install`` of the
+    wheel took."""
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
     has_cuda = any("_fastrdf_cuda" in n for n in names)
-    if sys.platform.startswith("linux"):
-        assert re.search(r"-(manylinux|musllinux)_\d+_\d+_\w+\.whl$", wheel.name), (
-            f"{wheel.name}: not a repaired (manylinux) wheel")
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     env = hidden_compiler_env(tmp_path, venv)
     py = str(venv / "bin" / "python")
     t0 = time.perf_counter()
-    proc = subprocess.run([py, "-m", "pip", "install", str(wheel)], capture_output=True,
-                          text=True, env=env, cwd=tmp_path)
+    proc = run([py, "-m", "pip", "install", str(wheel)], env=env, cwd=tmp_path)
     install_s = time.perf_counter() - t0
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     print(f"\npip install {wheel.name} into a fresh venv: {install_s:.1f} s")
     # the demo's data and plot
-    proc = subprocess.run([py, "-m", "pip", "install", "MDAnalysisTests", "matplotlib"],
-                          capture_output=True, text=True, env=env, cwd=tmp_path)
+    proc = run([py, "-m", "pip", "install", "MDAnalysisTests", "matplotlib"], env=env,
+               cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     cli = str(venv / "bin" / "mdakit-fastrdf")
-    info = subprocess.run([cli, "--info"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    info = run([cli, "--info"], env=env, cwd=tmp_path)
     assert info.returncode == 0, info.stderr
     print(info.stdout)
     lines = dict(re.findall(r"^(\w+)\s*:\s*(.*)$", info.stdout, re.M))
@@ -268,14 +296,36 @@ def test_wheel_installs_and_runs_without_a_compiler(wheel, tmp_path):
         assert archs and all(re.fullmatch(r"\d+-(real|virtual)", a) for a in archs), archs
         assert any(a.endswith("-virtual") for a in archs)  # PTX for later GPUs
     # the imported package is the wheel's, not this source tree
-    where = subprocess.run([py, "-c", "import mdakit_fastrdf; print(mdakit_fastrdf.__file__)"],
-                           capture_output=True, text=True, env=env, cwd=tmp_path).stdout
+    where = run([py, "-c", "import mdakit_fastrdf; print(mdakit_fastrdf.__file__)"],
+                env=env, cwd=tmp_path).stdout
     assert where.startswith(str(venv)), where
-    demo = subprocess.run([cli, "--plot", "rdf.png"], capture_output=True, text=True, env=env,
-                          cwd=tmp_path)
+    demo = run([cli, "--plot", "rdf.png"], env=env, cwd=tmp_path)
     assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
     assert (tmp_path / "rdf.csv").stat().st_size > 0
     assert (tmp_path / "rdf.png").read_bytes().startswith(b"\x89PNG")
+    return install_s
+
+
+@BUILD_TIMEOUT
+def test_cpu_wheel_installs_and_runs_without_a_compiler(cpu_wheel, tmp_path):
+    """CI's share of the wheel test: the CPU-only wheel of the sdist, in a fresh venv."""
+    check_wheel_in_fresh_venv(cpu_wheel, tmp_path)
+
+
+@pytest.mark.slow
+@BUILD_TIMEOUT
+@pytest.mark.skipif(not WHEEL_TESTS, reason="builds a wheel (minutes): set FASTRDF_WHEEL_TESTS=1, "
+                    "or FASTRDF_WHEEL=<path> to test a built wheel")
+def test_wheel_installs_and_runs_without_a_compiler(wheel, tmp_path):
+    """The release wheel (tools/build_wheel.sh: from the sdist, CUDA when nvcc is found,
+    repaired by auditwheel) installs and runs without a compiler."""
+    if sys.platform.startswith("linux"):
+        assert re.search(r"-(manylinux|musllinux)_\d+_\d+_\w+\.whl$", wheel.name), (
+            f"{wheel.name}: not a repaired (manylinux) wheel")
+    if shutil.which("nvcc") and not os.environ.get("FASTRDF_WHEEL"):
+        with zipfile.ZipFile(wheel) as zf:
+            assert any("_fastrdf_cuda" in n for n in zf.namelist()), "nvcc is here: a CUDA wheel"
+    check_wheel_in_fresh_venv(wheel, tmp_path)
 
 
 # ---- the conda-forge recipe ---------------------------------------------------------------
@@ -389,9 +439,8 @@ def test_cibuildwheel_identifiers():
         pytest.skip("cibuildwheel is not installed (pip install cibuildwheel)")
     ids = {}
     for plat, archs in (("linux", "x86_64,aarch64"), ("macos", "x86_64,arm64")):
-        proc = subprocess.run(["cibuildwheel", "--print-build-identifiers", "--platform", plat,
-                               "--archs", archs, str(ROOT)], capture_output=True, text=True,
-                              cwd=ROOT)
+        proc = run(["cibuildwheel", "--print-build-identifiers", "--platform", plat,
+                    "--archs", archs, str(ROOT)], cwd=ROOT)
         assert proc.returncode == 0, proc.stderr
         ids[plat] = set(proc.stdout.split())
     assert "cp312-manylinux_x86_64" in ids["linux"] and "cp312-manylinux_aarch64" in ids["linux"]

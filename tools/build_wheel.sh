@@ -39,6 +39,7 @@ if [[ -n "${CMAKE_CUDA_ARCHITECTURES:-}" ]]; then
   settings+=(-C "cmake.define.CMAKE_CUDA_ARCHITECTURES=${CMAKE_CUDA_ARCHITECTURES}")
 fi
 
+cd "${work}"  # not the repository: its build/ directory is no package to run
 section "sdist, then a wheel from the unpacked sdist: python -m build ${settings[*]}"
 uptime
 start=$SECONDS
