@@ -142,27 +142,37 @@ def time_freud(frame: Frame, threads: int, repeat: int):
 
 
 def section_scaling(args):
+    precisions = ("single", "double") if args.precision == "both" else (args.precision,)
     print(f"## Scaling: water-density cubes, rmax {args.rmax:g} Å, {args.bins} bins, "
-          f"method='cells', {args.device}\n")
+          f"method='cells', {args.device}, {' and '.join(precisions)} precision\n")
     rows, ns, ts = [], [], []
     for n in args.sizes:
         fr = Frame(n, args.bins, args.rmax)
-        eng = Engine(args.device, args.precision, args.threads, method="cells")
-        t, out, _ = time_engine(fr, eng, args.repeat)
-        in_range = int(out.sum())
-        row = [f"{n:,}", f"{fr.dims[0]:.1f}", f"{t * 1e3:.2f}", f"{1 / t:.3g}",
-               f"{t / n * 1e9:.1f}", f"{in_range / t / 1e9:.2f}"]
-        if freud is not None and args.freud and args.device == "cpu":
-            tf = time_freud(fr, args.threads or 0, max(1, args.repeat // 2))
-            row += [f"{tf * 1e3:.1f}", f"{tf / t:.1f}"]
-        else:
-            row += ["n/a", "n/a"]
-        rows.append(row)
-        ns.append(n)
-        ts.append(t)
-        print(f"  ... N={n:,}: {t * 1e3:.2f} ms", file=sys.stderr, flush=True)
-    table(["N", "box (Å)", "ms/frame", "frames/s", "ns/atom", "G in-range pairs/s",
-           "freud ms", "speed-up vs freud"], rows)
+        t_single = None
+        for precision in precisions:  # the same frame in each precision
+            eng = Engine(args.device, precision, args.threads, method="cells")
+            t, out, _ = time_engine(fr, eng, args.repeat)
+            in_range = int(out.sum())
+            ratio = f"{t_single / t:.2f}" if t_single and precision == "double" else "-"
+            t_single = t if precision == "single" else t_single
+            launch = getattr(eng._impl, "last_launch", None) or {}
+            rule = launch.get("rule", "-")
+            if launch.get("filter_delta", -1.0) >= 0:
+                rule += f" (bound {launch['filter_delta']:.2g})"
+            row = [f"{n:,}", f"{fr.dims[0]:.1f}", precision, f"{t * 1e3:.2f}", f"{1 / t:.3g}",
+                   f"{t / n * 1e9:.1f}", f"{in_range / t / 1e9:.2f}", ratio, rule]
+            if freud is not None and args.freud and args.device == "cpu":
+                tf = time_freud(fr, args.threads or 0, max(1, args.repeat // 2))
+                row += [f"{tf * 1e3:.1f}", f"{tf / t:.1f}"]
+            else:
+                row += ["n/a", "n/a"]
+            rows.append(row)
+            if precision == precisions[0]:
+                ns.append(n)
+                ts.append(t)
+            print(f"  ... N={n:,} {precision}: {t * 1e3:.2f} ms", file=sys.stderr, flush=True)
+    table(["N", "box (Å)", "precision", "ms/frame", "frames/s", "ns/atom", "G in-range pairs/s",
+           "x single", "rule", "freud ms", "speed-up vs freud"], rows)
     if len(ns) > 1:
         slope = np.polyfit(np.log(ns), np.log(ts), 1)[0]
         print(f"log-log slope of time against N ({ns[0]:,} to {ns[-1]:,}): **{slope:.3f}**\n")
@@ -233,12 +243,12 @@ def section_boxes(args):
             rng = np.random.default_rng(1)
             fr.coords = (rng.random((n, 3)) @ box_vectors(fr.dims[:3], angles)).astype(np.float32)
             fr.box = prepare_box(fr.dims)
-            variants = [("single", "single", None), ("double", "double", 1.0)]
-            if args.device == "cpu":  # the same build with the float filter off
-                variants.append(("double, all pairs in double", "double", 0.0))
+            # (and the same build with the float filter off: every pair in double)
+            variants = [("single", "single", None), ("double", "double", 1.0),
+                        ("double, all pairs in double", "double", 0.0)]
             for label, precision, filt in variants:
                 eng = Engine(args.device, precision, args.threads, method="cells")
-                if filt is not None and args.device == "cpu":
+                if filt is not None:
                     eng._impl = eng._make_impl(fr.offsets, fr.pairs)
                     eng._impl._double_filter = filt
                 t, out, _ = time_engine(fr, eng, args.repeat)
@@ -294,7 +304,8 @@ def main(argv=None):
     ap.add_argument("--bins", type=int, default=200)
     ap.add_argument("--rmax", type=float, default=15.0)
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--precision", default="single")
+    ap.add_argument("--precision", default="single",
+                    help="single, double, or both (scaling: each frame in both, with the ratio)")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-freud", dest="freud", action="store_false")

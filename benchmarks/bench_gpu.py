@@ -125,8 +125,10 @@ class Table(list):
 
 
 def section_kernel(rng, args, results):
-    rows = Table(f"Kernel throughput, N x N pairs, {args.precision} precision (host to host)",
-                 ["box", "N", "bins", "device", "kernel", "s/frame", "bapps", "in range", "x CPU"])
+    precisions = ("single", "double") if args.precision == "both" else (args.precision,)
+    rows = Table(f"Kernel throughput, N x N pairs, {' and '.join(precisions)} precision (host to host)",
+                 ["box", "N", "bins", "device", "precision", "kernel", "s/frame", "bapps",
+                  "in range", "x CPU", "x single"])
     sizes_gpu = [1_000_000] + ([4_000_000] if args.big else [])
     bins_list = args.bins or [1000, 10_000, 40_000, 100_000]
     for box_name, (dims, rmax) in BOXES.items():
@@ -136,40 +138,57 @@ def section_kernel(rng, args, results):
         # CPU reference, same machine, smaller N (all-pairs throughput is size independent)
         ncpu = 100_000 if not args.no_cpu else 1000
         a, out = problem(rng, (ncpu, ncpu), [(0, 1)], 10_000, rmax, dims)
-        t = time_frames(Engine("cpu", args.precision), a, 1, out)
+        t = time_frames(Engine("cpu", precisions[0]), a, 1, out)
         cpu_bapps = ncpu * ncpu / t / 1e9
         frac = out.sum() / (time_frames.frames * float(ncpu) * ncpu)
-        rows.append([box_name, f"{ncpu:,}", "10,000", "cpu", "-", f"{t:.3f}", f"{cpu_bapps:.1f}",
-                     f"{frac:.2f}", "1.0"])
+        rows.append([box_name, f"{ncpu:,}", "10,000", "cpu", precisions[0], "-", f"{t:.3f}",
+                     f"{cpu_bapps:.1f}", f"{frac:.2f}", "1.0", "-"])
         results.append(dict(section="kernel", box=box_name, n=ncpu, nbins=10_000, device="cpu",
-                            seconds=t, bapps=cpu_bapps, in_range=frac))
+                            precision=precisions[0], seconds=t, bapps=cpu_bapps, in_range=frac))
         for n in sizes_gpu:
             for nbins in bins_list:
                 if n > 1_000_000 and nbins != 10_000 and not args.full:
                     continue
                 a, out = problem(rng, (n, n), [(0, 1)], nbins, rmax, dims)
-                eng = Engine("cuda", args.precision, kernel=args.kernel,
-                             max_window_bins=args.max_window_bins)
-                t = time_frames(eng, a, args.repeat if n <= 1_000_000 else 1, out)
-                bapps = n * n / t / 1e9
-                launch = eng.last_launch
-                kern = f"{launch['kernel']}x{launch['sweeps']} {launch['rule']} t{launch['threads']}"
-                if launch.get("dense"):
-                    kern += " dense"  # every pair within r_max (host bound): no range test
-                common, one_index, chunks = launch.get("image_chunks", (0, 0, 0))
-                if launch.get("sorted"):
-                    kern += " sorted"  # periodic frame in spatial order
-                if chunks:  # chunks of j atoms with one image, with one index (triclinic)
-                    kern += f" 1img {100.0 * common / chunks:.0f}%"
-                    if one_index:
-                        kern += f" 1idx {100.0 * one_index / chunks:.0f}%"
-                frac = float(out.sum()) / float(n * n) / time_frames.frames
-                rows.append([box_name, f"{n:,}", f"{nbins:,}", "cuda", kern, f"{t:.3f}",
-                             f"{bapps:.0f}", f"{frac:.2f}", f"{bapps / cpu_bapps:.0f}"])
-                results.append(dict(section="kernel", box=box_name, n=n, nbins=nbins,
-                                    device="cuda", kernel=launch, seconds=t, bapps=bapps,
-                                    in_range=frac))
+                t_single = None
+                for precision in precisions:  # the same frame in each precision
+                    out[:] = 0
+                    t_single = _kernel_row(rows, results, args, box_name, n, nbins, precision, a,
+                                           out, cpu_bapps, t_single)
                 del a, out
+
+
+def _kernel_row(rows, results, args, box_name, n, nbins, precision, a, out, cpu_bapps, t_single):
+    """One GPU row of the kernel table (the frame `a` in `precision`); returns the time of the
+    single-precision row (this one's, or t_single), which a double row is compared with."""
+    eng = Engine("cuda", precision, kernel=args.kernel, max_window_bins=args.max_window_bins)
+    if precision == "double" and args.all_double:
+        eng._impl = eng._make_impl(a[1], a[2])
+        eng._impl._double_filter = 0.0  # every pair in double (the float filter off)
+    t = time_frames(eng, a, args.repeat if n <= 1_000_000 else 1, out)
+    bapps = n * n / t / 1e9
+    launch = eng.last_launch
+    kern = f"{launch['kernel']}x{launch['sweeps']} {launch['rule']} t{launch['threads']}"
+    if launch.get("dense"):
+        kern += " dense"  # every pair within r_max (host bound): no range test
+    common, one_index, chunks = launch.get("image_chunks", (0, 0, 0))
+    if launch.get("sorted"):
+        kern += " sorted"  # periodic frame in spatial order
+    if chunks:  # chunks of j atoms with one image, with one index (triclinic)
+        kern += f" 1img {100.0 * common / chunks:.0f}%"
+        if one_index:
+            kern += f" 1idx {100.0 * one_index / chunks:.0f}%"
+    if launch.get("filter_delta", -1.0) >= 0:  # double precision through the float filter
+        settled = launch["settled"] / float(n * n)  # (the last frame's synchronize)
+        kern += f" bound {launch['filter_delta']:.2g} settled {100.0 * settled:.2f}%"
+    frac = float(out.sum()) / float(n * n) / time_frames.frames
+    ratio = f"{t_single / t:.2f}" if t_single and precision == "double" else "-"
+    rows.append([box_name, f"{n:,}", f"{nbins:,}", "cuda", precision, kern, f"{t:.3f}",
+                 f"{bapps:.0f}", f"{frac:.2f}", f"{bapps / cpu_bapps:.0f}", ratio])
+    results.append(dict(section="kernel", box=box_name, n=n, nbins=nbins, device="cuda",
+                        precision=precision, kernel=launch, seconds=t, bapps=bapps,
+                        in_range=frac))
+    return t if precision == "single" else t_single
 
 
 def section_species(rng, args, results):
@@ -179,15 +198,24 @@ def section_species(rng, args, results):
     npairs = count_pairs(sizes, pairs)
     rows = Table(f"Species: 300,000 atoms, 9 species, 45 histograms, 8000 bins, r_max 300 Å, "
                  f"no box ({npairs:.3g} pairs per frame)",
-                 ["device", "precision", "ms/frame", "frames/s", "bapps"])
+                 ["device", "precision", "ms/frame", "frames/s", "bapps", "x single", "rule"])
+    t_single = None
     for device, repeat in (("cuda", args.repeat), ("cpu", 1)):
         for precision in ("single", "double"):
             if device == "cpu" and precision == "double":
                 continue
             eng = Engine(device, precision)
             t = time_frames(eng, a, repeat, out)
+            launch = eng.last_launch or {}
+            rule = launch.get("rule", "-")
+            if launch.get("filter_delta", -1.0) >= 0:
+                rule += (f" bound {launch['filter_delta']:.2g} settled "
+                         f"{100.0 * launch['settled'] / npairs:.2f}%")
+            ratio = f"{t_single / t:.2f}" if device == "cuda" and precision == "double" else "-"
+            if device == "cuda" and precision == "single":
+                t_single = t
             rows.append([device, precision, f"{t * 1e3:.1f}", f"{1 / t:.1f}",
-                         f"{npairs / t / 1e9:.0f}"])
+                         f"{npairs / t / 1e9:.0f}", ratio, rule])
             results.append(dict(section="species", device=device, precision=precision,
                                 seconds=t, fps=1 / t, bapps=npairs / t / 1e9))
 
@@ -265,8 +293,12 @@ def main(argv=None):
     p.add_argument("--bins", type=int, nargs="*", help="kernel section: bin counts to run")
     p.add_argument("--boxes", nargs="*", help=f"kernel section: boxes to run ({', '.join(BOXES)})")
     p.add_argument("--no-cpu", action="store_true", help="kernel section: skip the CPU reference")
-    p.add_argument("--precision", choices=("single", "double"), default="single",
-                   help="kernel section: the precision of the kernels (default single)")
+    p.add_argument("--precision", choices=("single", "double", "both"), default="single",
+                   help="kernel section: the precision of the kernels (default single; both: "
+                        "each frame in single, then double, with the ratio)")
+    p.add_argument("--all-double", action="store_true",
+                   help="kernel section: double precision with every pair in double (the float "
+                        "filter off), to compare")
     p.add_argument("--rmax", type=float, default=None,
                    help="kernel section: this range instead of each box's (e.g. 170 without a "
                         "box: below the cube's diagonal, so not every pair is in range)")

@@ -5,9 +5,11 @@
 
 Not a pytest module (its name does not start with ``test_``); the GPU tests in
 ``test_cuda.py`` check the numbers, this script gives the sanitizers every code path: both
-kernels, several sweeps, every box type, both precisions, with and without labels. It also
-checks each result against the CPU kernel, so a run that the sanitizer slows down still
-proves something.
+kernels, several sweeps, every box type, both precisions, with and without labels. Double
+precision runs through the float filter (its queues in shared memory and the settle in
+double: ``csrc/cuda/filter.cuh``), also on dense frames and on a frame whose every pair is
+flagged. It also checks each result against the CPU kernel, so a run that the sanitizer slows
+down still proves something.
 """
 
 import os
@@ -16,7 +18,13 @@ import sys
 import numpy as np
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from conftest import reference_edges  # noqa: E402
 from test_cuda import BOXES, histogram, make_problem  # noqa: E402
+
+
+# FASTRDF_SANITIZE_PRECISIONS=double: only the double-precision runs (the float filter's
+# kernels), for a short run (default: both precisions)
+PRECISIONS = tuple(os.environ.get("FASTRDF_SANITIZE_PRECISIONS", "single,double").split(","))
 
 
 def main():
@@ -25,7 +33,7 @@ def main():
     # periodic all-pairs frames in spatial order: chunks with one image and chunks without
     os.environ["FASTRDF_CUDA_COMMON_IMAGE"] = "always"
     for box_name in BOXES:
-        for precision in ("single", "double"):
+        for precision in PRECISIONS:
             for labels in (False, True):
                 rmin = 1.5 if labels else 0.0  # both forms of the float rule
                 for kernel, max_window, exact in (("shared", 0, True), ("shared", 37, True),
@@ -58,21 +66,36 @@ def main():
                                             ("none", 70.0, "packed", "1024"),
                                             ("ortho", 26.0, "shared", "1024"),
                                             ("ortho", 26.0, "packed", "1024")):
-        os.environ["FASTRDF_CUDA_BLOCK_THREADS"] = threads
-        try:
-            problem = make_problem(rng, box_name, sizes=(2100, 600, 61), nbins=100, rmax=rmax)
-            ref, _ = histogram("cpu", problem)
-            out, eng = histogram("cuda", problem, frames=2, kernel=kernel)
-        finally:
-            del os.environ["FASTRDF_CUDA_BLOCK_THREADS"]
-        assert eng.last_launch["dense"] and eng.last_launch["threads"] == int(threads)
-        assert eng.last_launch["kernel"] == kernel
-        assert np.array_equal(out, 2 * ref), ("dense", box_name, kernel, threads)
+        for precision in PRECISIONS:
+            os.environ["FASTRDF_CUDA_BLOCK_THREADS"] = threads
+            try:
+                problem = make_problem(rng, box_name, sizes=(2100, 600, 61), nbins=100, rmax=rmax)
+                ref, _ = histogram("cpu", problem, precision)
+                out, eng = histogram("cuda", problem, precision, frames=2, kernel=kernel)
+            finally:
+                del os.environ["FASTRDF_CUDA_BLOCK_THREADS"]
+            assert eng.last_launch["dense"] and eng.last_launch["threads"] == int(threads)
+            assert eng.last_launch["kernel"] == kernel
+            if precision == "double":
+                assert eng.last_launch["rule"] == "filter"
+            assert np.array_equal(out, 2 * ref), ("dense", box_name, kernel, threads, precision)
+            n_cases += 1
+    # double precision, every pair of species 0 with 1 on or next to a bin edge: the filter
+    # flags them all (the queues' slow path), dense tiles included
+    from test_cuda_filter import _edge_problem  # noqa: E402
+
+    for kernel, method in (("shared", "allpairs"), ("packed", "allpairs"), ("global", "allpairs"),
+                           ("auto", "cells")):
+        problem, _ = _edge_problem(reference_edges(300, (0.0, 12.0)), 512)
+        ref, _ = histogram("cpu", problem, "double")
+        out, eng = histogram("cuda", problem, "double", frames=2, kernel=kernel, method=method)
+        assert eng.last_launch["rule"] == "filter"
+        assert np.array_equal(out, 2 * ref), ("edges", kernel, method)
         n_cases += 1
     # cell lists: shared and global kernels, periodic and not, labels, a flush of the block's
     # histogram (tiny system: forced by the problem's size limits only, so just the paths)
     for box_name in BOXES:
-        for precision in ("single", "double"):
+        for precision in PRECISIONS:
             for labels in (False, True):
                 for kernel, k, order in (("auto", 1, "rowmajor"), ("global", 2, "hilbert"),
                                          ("auto", 3, "morton")):

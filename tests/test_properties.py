@@ -254,10 +254,12 @@ def cpu_counts(frame, double, method="allpairs", k=2, order="rowmajor"):
     return out.astype(np.int64)
 
 
-def gpu_counts(frame, double, method="allpairs", kernel="auto"):
+def gpu_counts(frame, double, method="allpairs", kernel="auto", double_filter=1.0):
     from mdakit_fastrdf.engine import _fastrdf_cuda
 
     h = _fastrdf_cuda.CudaHistogrammer(0, kernel, 0, True, method, 1, "rowmajor")
+    if hasattr(h, "_double_filter"):
+        h._double_filter = double_filter  # 0: every pair of a double frame in double
     out = np.zeros((len(frame["pairs"]), len(frame["edges"]) - 1), dtype=np.uint64)
     h.accumulate(frame["coords"], frame["offsets"], frame["pairs"], frame["edges"],
                  frame["kind"], box_arg(frame), frame["labels"], out, double)
@@ -342,13 +344,16 @@ def test_site_kernel_equals_float64_bruteforce(frame):
 @given(frames())
 def test_gpu_paths_equal_float64_bruteforce(frame):
     """CUDA all pairs (shared, packed and global-memory kernels) and cell lists against the
-    same reference, and bit for bit equal to the CPU in single precision."""
+    same reference, and bit for bit equal to the CPU in single precision; double precision
+    through the float filter (the default) and all in double."""
     runs = {"cpu allpairs": (cpu_counts(frame, True), cpu_counts(frame, False))}
     for method, kernels in (("allpairs", ("shared", "packed", "global")),
                             ("cells", ("shared", "global"))):
         for kernel in kernels:
             runs[f"gpu {method} {kernel}"] = (gpu_counts(frame, True, method, kernel),
                                               gpu_counts(frame, False, method, kernel))
+    runs["gpu allpairs shared, all double"] = (gpu_counts(frame, True, double_filter=0.0),
+                                               runs["gpu allpairs shared"][1])
     check_frame(frame, runs)
 
 

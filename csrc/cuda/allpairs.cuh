@@ -7,6 +7,7 @@
 
 #include "binning.cuh"
 #include "common.cuh"
+#include "filter.cuh"
 #include "fastrdf/cuda.hpp"
 #include "fastrdf/float_rule.cuh"
 #include "fastrdf/geometry.hpp"
@@ -51,12 +52,27 @@ void launch_allpairs(LaunchInfo& launch, const KernelArgs& a, const Box& box, co
     EXTERN template FASTRDF_ALLPAIRS_LAUNCHER(float, B<float>, FloatRule<false>); \
     EXTERN template FASTRDF_ALLPAIRS_LAUNCHER(float, B<float>, ExactRule<float>); \
     EXTERN template FASTRDF_ALLPAIRS_LAUNCHER(double, B<double>, ExactRule<double>)
+// The float filter's launchers of box template B and filter rule F (FilterFrom0 or
+// FilterFromMin, filter.cuh): double precision through float kernels, in translation units of
+// their own (allpairs_<box>_filter*.cu), which compile in parallel with the others.
+#define FASTRDF_ALLPAIRS_FILTER_INSTANCES(EXTERN, B, F) \
+    EXTERN template FASTRDF_ALLPAIRS_LAUNCHER(float, B<float>, F<B>)
 
 FASTRDF_ALLPAIRS_INSTANCES(extern, NoBox);
 FASTRDF_ALLPAIRS_INSTANCES(extern, OrthoBox);
 FASTRDF_ALLPAIRS_INSTANCES(extern, OrthoBoxScaled);
 FASTRDF_ALLPAIRS_INSTANCES(extern, TriclinicNoImages);
 FASTRDF_ALLPAIRS_INSTANCES(extern, TriclinicImages);
+FASTRDF_ALLPAIRS_FILTER_INSTANCES(extern, NoBox, FilterFrom0);
+FASTRDF_ALLPAIRS_FILTER_INSTANCES(extern, NoBox, FilterFromMin);
+FASTRDF_ALLPAIRS_FILTER_INSTANCES(extern, OrthoBox, FilterFrom0);
+FASTRDF_ALLPAIRS_FILTER_INSTANCES(extern, OrthoBox, FilterFromMin);
+FASTRDF_ALLPAIRS_FILTER_INSTANCES(extern, OrthoBoxScaled, FilterFrom0);
+FASTRDF_ALLPAIRS_FILTER_INSTANCES(extern, OrthoBoxScaled, FilterFromMin);
+FASTRDF_ALLPAIRS_FILTER_INSTANCES(extern, TriclinicNoImages, FilterFrom0);
+FASTRDF_ALLPAIRS_FILTER_INSTANCES(extern, TriclinicNoImages, FilterFromMin);
+FASTRDF_ALLPAIRS_FILTER_INSTANCES(extern, TriclinicImages, FilterFrom0);
+FASTRDF_ALLPAIRS_FILTER_INSTANCES(extern, TriclinicImages, FilterFromMin);
 
 }  // namespace detail
 }  // namespace gpu

@@ -10,6 +10,7 @@
 #include "allpairs.cuh"
 #include "common.cuh"
 #include "counters.cuh"
+#include "filter.cuh"
 #include "tile_pairs.cuh"
 
 namespace fastrdf {
@@ -58,6 +59,15 @@ __global__ void __launch_bounds__(Threads)
     const bool dense = kDense && a.all_in_range && !tri && t.i1 - t.i0 == Threads * kRows;
     const bool one_image = a.chunk_images;
     unsigned chunks[3] = {0u, 0u, 0u};
+    // double precision through the float filter: this warp's queue of flagged pairs, after the
+    // counters (filter.cuh)
+    constexpr bool kFilter = is_filter<Rule>;
+    std::conditional_t<kFilter, FilterQueue, NoQueue> fq;
+    if constexpr (kFilter) {
+        const int queue_words = (Global ? 0 : (words + 1) & ~1);
+        fq.q = reinterpret_cast<int2*>(hist + queue_words) + (threadIdx.x >> 5) * kQueue;
+        fq.atoms = a.atoms;
+    }
 
     for (int jb = t.j0; jb < t.j1; jb += Threads) {
         __syncthreads();
@@ -67,13 +77,22 @@ __global__ void __launch_bounds__(Threads)
         const int nj = min(Threads, t.j1 - jb);
         if (tri)
             tile_pairs<T, Box, Rule, Labels, Global, Windowed, true, Packed>(
-                ai, ii, jt, jbox, jb, nj, box, rule, out, mult, mine, lo, w, dummy, one_image, chunks);
+                ai, ii, jt, jbox, jb, nj, box, rule, out, mult, mine, lo, w, dummy, one_image, chunks, fq);
         else if (dense)
             tile_pairs<T, Box, Rule, Labels, Global, Windowed, false, Packed, kRows, kDense>(
-                ai, ii, jt, jbox, jb, nj, box, rule, out, mult, mine, lo, w, dummy, one_image, chunks);
+                ai, ii, jt, jbox, jb, nj, box, rule, out, mult, mine, lo, w, dummy, one_image, chunks, fq);
         else
             tile_pairs<T, Box, Rule, Labels, Global, Windowed, false, Packed>(
-                ai, ii, jt, jbox, jb, nj, box, rule, out, mult, mine, lo, w, dummy, one_image, chunks);
+                ai, ii, jt, jbox, jb, nj, box, rule, out, mult, mine, lo, w, dummy, one_image, chunks, fq);
+    }
+    if constexpr (kFilter) {
+        // the pairs still queued (dense tasks counted them in float: corrected then)
+        const Counters c = make_counters<Rule, Global, Packed>(mine, dummy, lo, w, out, mult);
+        if (dense)
+            drain<Box, Rule, Global, Windowed, Packed, kDense>(fq, box, rule, c);
+        else
+            drain<Box, Rule, Global, Windowed, Packed, false>(fq, box, rule, c);
+        if (blockIdx.y == 0) add_settled(a.stats, fq);
     }
     if (blockIdx.y == 0) add_chunk_stats(a.stats, chunks);
     if (Packed) {
@@ -101,11 +120,13 @@ void launch_allpairs(LaunchInfo& launch, const KernelArgs& a, const Box& box, co
                      bool labels, long long n_tasks, cudaStream_t stream) {
     const bool global = launch.kernel == "global";
     const bool packed = launch.kernel == "packed";
-    const std::size_t smem =
-        std::size_t(tile_bytes(launch.threads)) +
-        (global ? 0
-         : packed ? std::size_t(packed_words(launch.window)) * 4
-                  : std::size_t(launch.copies) * slots(launch.window) * 4);
+    std::size_t hist_words = global ? 0
+                             : packed ? std::size_t(packed_words(launch.window))
+                                      : std::size_t(launch.copies) * slots(launch.window);
+    // the filter's queues after the counters, 8-byte aligned (histogram_kernel)
+    if (is_filter<Rule>) hist_words = (hist_words + 1) / 2 * 2;
+    const std::size_t smem = std::size_t(tile_bytes(launch.threads)) + hist_words * 4 +
+                             (is_filter<Rule> ? std::size_t(queue_bytes(launch.threads)) : 0);
     const dim3 grid(static_cast<unsigned>(n_tasks), static_cast<unsigned>(launch.sweeps));
     // whether the dense kernels run (their full tiles off the diagonal): the template
     // condition with this launch's labels, kernel and sweeps

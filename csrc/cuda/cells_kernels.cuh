@@ -10,6 +10,7 @@
 #include "cells.cuh"
 #include "common.cuh"
 #include "counters.cuh"
+#include "filter.cuh"
 #include "tile_pairs.cuh"
 
 namespace fastrdf {
@@ -58,6 +59,17 @@ __global__ void __launch_bounds__(kCellThreads)
     const int c_end = st_a[a.n2];
     const float nan = __int_as_float(0x7fc00000);
     unsigned chunks[3] = {0u, 0u, 0u};
+    // double precision through the float filter: this warp's queue of flagged pairs, after the
+    // counters (filter.cuh), settled before every flush
+    constexpr bool kFilter = is_filter<Rule>;
+    std::conditional_t<kFilter, FilterQueue, NoQueue> fq;
+    Counters counters;
+    if constexpr (kFilter) {
+        const int words = Global ? 0 : (a.copies * slots(a.nbins) + 1) & ~1;
+        fq.q = reinterpret_cast<int2*>(hist + words) + (threadIdx.x >> 5) * kQueue;
+        fq.atoms = a.atoms;
+        counters = make_counters<Rule, Global, false>(mine, 0u, 0, a.nbins, out, mult);
+    }
     for (int c0 = st_a[0] + t.part * kCellThreads; c0 < c_end; c0 += a.parts * kCellThreads) {
         const int c1 = min(c0 + kCellThreads, c_end);
         const int zlo = a.zcell[c0], zhi = a.zcell[c1 - 1];
@@ -94,6 +106,7 @@ __global__ void __launch_bounds__(kCellThreads)
                 const int jq = min(j1, jp + (1 << 24));
                 const unsigned long long pairs = static_cast<unsigned long long>(c1 - c0) * (jq - jp);
                 if (!Global && since + pairs > limit) {
+                    if constexpr (kFilter) drain<Box, Rule, Global, false, false, false>(fq, box, rule, counters);
                     flush_cells<Global>(hist, a.copies, a.nbins, out, mult);
                     since = 0;
                 }
@@ -107,14 +120,18 @@ __global__ void __launch_bounds__(kCellThreads)
                     if (tri)
                         tile_pairs<T, Box, Rule, Labels, Global, false, true, false, 1>(
                             ai, ii, jt, jbox, jb, nj, box, rule, out, mult, mine, 0, a.nbins, 0u,
-                            a.chunk_images, chunks);
+                            a.chunk_images, chunks, fq);
                     else
                         tile_pairs<T, Box, Rule, Labels, Global, false, false, false, 1>(
                             ai, ii, jt, jbox, jb, nj, box, rule, out, mult, mine, 0, a.nbins, 0u,
-                            a.chunk_images, chunks);
+                            a.chunk_images, chunks, fq);
                 }
             }
         }
+    }
+    if constexpr (kFilter) {
+        drain<Box, Rule, Global, false, false, false>(fq, box, rule, counters);
+        add_settled(a.stats, fq);
     }
     add_chunk_stats(a.stats, chunks);
     flush_cells<Global>(hist, a.copies, a.nbins, out, mult);
@@ -124,8 +141,11 @@ template <typename T, class Box, class Rule>
 void launch_cells(const LaunchInfo& launch, const CellKernelArgs& a, const Box& box, const Rule& rule,
                   bool labels, long long n_cell_tasks, cudaStream_t stream) {
     const bool global = launch.kernel == "global";
-    const std::size_t smem = tile_bytes(kCellThreads) +
-                             (global ? 0 : std::size_t(launch.copies) * slots(a.nbins) * 4);
+    std::size_t hist_words = global ? 0 : std::size_t(launch.copies) * slots(a.nbins);
+    // the filter's queues after the counters, 8-byte aligned (cell_kernel)
+    if (is_filter<Rule>) hist_words = (hist_words + 1) / 2 * 2;
+    const std::size_t smem = tile_bytes(kCellThreads) + hist_words * 4 +
+                             (is_filter<Rule> ? std::size_t(queue_bytes(kCellThreads)) : 0);
     auto go = [&](auto kernel) {
         if (smem > 48 * 1024)
             check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

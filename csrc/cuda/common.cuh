@@ -83,7 +83,9 @@ constexpr bool kDenseKernel = std::is_same<T, float>::value &&
 // one image per chunk (tile_pairs).
 template <class Box>
 constexpr bool kPeriodic = !std::is_same<Box, NoBox<float>>::value && !std::is_same<Box, NoBox<double>>::value;
-constexpr int kStats = 3;  // launch statistics: chunks with one image, with one index, all
+// launch statistics: chunks with one image, with one index, all; pairs the float filter
+// settled in double
+constexpr int kStats = 4;
 
 // The triclinic box without and with extra images as one-parameter templates (the lists of
 // explicit instantiations take box templates).

@@ -67,6 +67,25 @@ bool gpu_cells_pay(const CellPlan& pl) {
            1.5 * pl.cell_pairs + 50.0 * pl.atoms + 3e7 < pl.allpairs_pairs;
 }
 
+float float_of(uint32_t u) {
+    float x;
+    std::memcpy(&x, &u, 4);
+    return x;
+}
+
+// The bits of the smallest non-negative float r2 for which pred(r2) holds, for a predicate that
+// never turns false again as r2 grows (+inf's bits when it holds nowhere below).
+template <class Pred>
+uint32_t first_float(Pred pred) {
+    uint32_t lo = 0, hi = 0x7f800000u;  // +inf
+    if (pred(float_of(lo))) return lo;
+    while (hi - lo > 1) {
+        const uint32_t mid = lo + (hi - lo) / 2;
+        (pred(float_of(mid)) ? hi : lo) = mid;
+    }
+    return hi;
+}
+
 bool same_vector(const std::vector<int64_t>& v, const int64_t* p, std::size_t n) {
     return v.size() == n && std::equal(v.begin(), v.end(), p);
 }
@@ -99,6 +118,12 @@ struct Histogrammer::Impl {
     // one image per chunk where it holds), kImageAlways (sort every periodic all-pairs frame:
     // tests), kImageOff (neither: to measure what they bring)
     int common_image = kImageAuto;
+    // Double precision through the float filter (filter.cuh): the bound of double_filter_delta
+    // is multiplied by this (1; 0 runs every pair in double: tests, and
+    // FASTRDF_CUDA_DOUBLE_FILTER=off for measurements); plan_filter: the launch shapes keep
+    // room for the filter's queues (double-precision problems while the filter is on)
+    double double_filter = 1.0;
+    bool plan_filter = false;
     double plan_pairs = 0;  // pairs of the problem plan() last built its tasks for
     std::vector<float4> staging;   // the packed frame before its spatial sort
     std::vector<uint32_t> sort_key, sort_count;
@@ -121,6 +146,7 @@ struct Histogrammer::Impl {
     DeviceArray<Task> dev_tasks;
     std::vector<int64_t> task_offsets, task_pairs;  // what dev_tasks was built for
     int task_nbins = -1;
+    bool task_filter = false;
     long long n_tasks = 0;
     int out_pairs = 0, out_nbins = 0;
     bool pending = false;
@@ -151,6 +177,7 @@ struct Histogrammer::Impl {
         forced_threads = env_choice("FASTRDF_CUDA_BLOCK_THREADS", {{"256", kThreads}, {"1024", kWideThreads}}, 0);
         common_image = env_choice("FASTRDF_CUDA_COMMON_IMAGE", {{"always", kImageAlways}, {"off", kImageOff}},
                                   kImageAuto);
+        double_filter = env_choice("FASTRDF_CUDA_DOUBLE_FILTER", {{"on", 1}, {"off", 0}}, 1);
         dev_stats.reserve(kStats, "the launch statistics");
         check(cudaMemset(dev_stats.ptr, 0, kStats * sizeof(unsigned long long)), "cudaMemset");
         check(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -176,7 +203,8 @@ struct Histogrammer::Impl {
     // Largest window of bins one block of `threads` can hold in shared memory: 32-bit
     // counters (slots(window) of them), or (packed) two 16-bit counters per word.
     int window_cap(int threads, bool packed = false) const {
-        long long cap = (static_cast<long long>(info.shared_per_block_optin) - tile_bytes(threads)) / 4;
+        long long cap = (static_cast<long long>(info.shared_per_block_optin) - tile_bytes(threads) -
+                         reserved(threads)) / 4;
         cap = packed ? 2 * (cap - kPackedDummies) - 2  // inverse of packed_words
                      : cap - 1;                      // inverse of slots
         if (max_window_bins > 0) cap = std::min<long long>(cap, max_window_bins);
@@ -187,18 +215,26 @@ struct Histogrammer::Impl {
     // kCopyBudgetWords (blocks of kThreads) or the block's shared memory (kWideThreads: one
     // block per multiprocessor, which measured faster than two, benchmarks/NOTES.md item 13).
     int window_copies(int window, int threads) const {
+        const std::size_t fixed = tile_bytes(threads) + reserved(threads);
         const int budget = threads == kWideThreads
-                               ? static_cast<int>((info.shared_per_block_optin - tile_bytes(threads)) / 4)
+                               ? static_cast<int>((info.shared_per_block_optin - fixed) / 4)
                                : kCopyBudgetWords;
         int copies = std::clamp(budget / slots(window), 1, threads / 32);
-        while (copies > 1 && static_cast<std::size_t>(copies) * slots(window) * 4 + tile_bytes(threads) >
+        while (copies > 1 && static_cast<std::size_t>(copies) * slots(window) * 4 + fixed >
                                  info.shared_per_block_optin)
             --copies;
         return copies;
     }
 
+    // Shared bytes a block of `threads` keeps beside its tile and counters: the filter's queues
+    // and their alignment (filter.cuh), when plan_filter.
+    std::size_t reserved(int threads) const {
+        return plan_filter ? static_cast<std::size_t>(queue_bytes(threads)) + 4 : 0;
+    }
+
     void plan(const FrameProblem& p) {
-        const bool same_tasks = task_nbins == p.nbins &&
+        plan_filter = p.double_precision && double_filter > 0.0;
+        const bool same_tasks = task_nbins == p.nbins && task_filter == plan_filter &&
                                 same_vector(task_offsets, p.offsets, p.n_species + 1) &&
                                 task_pairs.size() == static_cast<std::size_t>(2 * p.n_pairs) &&
                                 std::equal(task_pairs.begin(), task_pairs.end(), p.pairs);
@@ -319,6 +355,7 @@ struct Histogrammer::Impl {
         task_offsets.assign(p.offsets, p.offsets + p.n_species + 1);
         task_pairs.assign(p.pairs, p.pairs + 2 * p.n_pairs);
         task_nbins = p.nbins;
+        task_filter = plan_filter;
         launch.method = "allpairs";
         allpairs_launch = launch;
     }
@@ -326,8 +363,9 @@ struct Histogrammer::Impl {
     // Static tables of the cell kernel (column ranks, task list, species), rebuilt when the
     // grid's shape or the species change; and the launch shape.
     void plan_cell_tables(const FrameProblem& p, const CellPlan& pl) {
+        plan_filter = p.double_precision && double_filter > 0.0;
         std::vector<int64_t> key = {pl.n[0], pl.n[1], pl.n[2], pl.k, pl.order, pl.periodic ? 1 : 0,
-                                    p.nbins};
+                                    p.nbins, plan_filter ? 1 : 0};
         key.insert(key.end(), p.offsets, p.offsets + p.n_species + 1);
         key.insert(key.end(), p.pairs, p.pairs + 2 * p.n_pairs);
         const int64_t n_cols = static_cast<int64_t>(pl.n[0]) * pl.n[1];
@@ -342,7 +380,7 @@ struct Histogrammer::Impl {
         launch.cells[1] = pl.n[1];
         launch.cells[2] = pl.n[2];
         launch.cell_k = pl.k;
-        const std::size_t jt_bytes = tile_bytes(kCellThreads);
+        const std::size_t jt_bytes = tile_bytes(kCellThreads) + reserved(kCellThreads);
         const bool fits = static_cast<std::size_t>(slots(p.nbins)) * 4 + jt_bytes <= info.shared_per_block_optin &&
                           (max_window_bins <= 0 || p.nbins <= max_window_bins);
         if (choice == KernelChoice::kGlobal || !fits) {
@@ -536,6 +574,41 @@ struct Histogrammer::Impl {
         }
     }
 
+    // The float rule of the filter for a frame whose bound is delta (double_filter_delta, bins):
+    // with d = delta rounded up to a multiple of 2^-20 (so that nbins + d and 1/2 - d are exact
+    // in double), r2 is in its range when the float coordinate f of r2 lies within [-d, L], L the
+    // largest float <= nbins + d (lo2, hi2 by bisection over the float bit patterns, as for the
+    // single-precision rule: f never decreases with r2); near: the largest float <= 1/2 - d (from
+    // 0: the flag is |f - (trunc f + 1/2)| >= near) or d (|f - rint f| <= d). False when no such
+    // rule can be built (then the frame runs all in double). See docs/design.rst, section "The
+    // float filter on the GPU".
+    bool build_filter_rule(const FrameProblem& p, double delta, FloatRule<false>& fr, float& near) const {
+        const Binning<float> bin = make_binning<float>(p, edges_f.data());
+        if (!(bin.norm < 1e12f) || !(delta >= 0.0)) return false;
+        const double d = std::ceil(delta * 0x1p20) * 0x1p-20;
+        if (!(d < 0.25)) return false;
+        const double top = double(p.nbins) + d;
+        float top_f = static_cast<float>(top);
+        if (double(top_f) > top) top_f = std::nextafter(top_f, 0.f);
+        const float bottom = static_cast<float>(-d);  // exact
+        auto coordinate = [&](float r2) { return bin.coordinate(std::sqrt(r2)); };
+        const uint32_t lo_u = first_float([&](float r2) { return coordinate(r2) >= bottom; });
+        const uint32_t above_u = first_float([&](float r2) { return !(coordinate(r2) <= top_f); });
+        fr.lo2 = float_of(lo_u);
+        fr.hi2 = above_u > lo_u ? float_of(above_u - 1) : -1.0f;  // none: nothing in range
+        fr.rmin = bin.rmin;
+        fr.norm = bin.norm;
+        fr.last = p.nbins - 1;
+        if (fr.rmin == 0.f && fr.lo2 == 0.f) {
+            const double h = 0.5 - d;
+            near = static_cast<float>(h);
+            if (double(near) > h) near = std::nextafter(near, 0.f);
+        } else {
+            near = static_cast<float>(d);
+        }
+        return true;
+    }
+
     void upload_edges(const FrameProblem& p) {
         if (edges.size() == static_cast<std::size_t>(p.nbins + 1) &&
             std::equal(edges.begin(), edges.end(), p.edges))
@@ -579,8 +652,13 @@ struct Histogrammer::Impl {
         // pack this frame into a pinned slot (waits for the copy that last used it)
         const int s = slot;
         slot ^= 1;
+        constexpr bool kDouble = std::is_same<T, double>::value;
+        // double precision through the float filter (filter.cuh), unless it is off
+        const bool want_filter = kDouble && double_filter > 0.0;
         const std::size_t atom_bytes = n * sizeof(float4);
-        const std::size_t image_bytes = static_cast<std::size_t>(p.n_images) * 3 * sizeof(T);
+        // the triclinic images in T, then (double: for the filter's float kernels) in float
+        const std::size_t n_img = static_cast<std::size_t>(p.n_images) * 3;
+        const std::size_t image_bytes = n_img * sizeof(T) + (kDouble ? n_img * sizeof(float) : 0);
         const std::size_t bytes = atom_bytes + image_bytes;
         check(cudaEventSynchronize(copy_done[s]), "cudaEventSynchronize");
         host_slot[s].reserve(bytes, "cudaMallocHost(frame buffer)");
@@ -594,10 +672,20 @@ struct Histogrammer::Impl {
         struct Span {
             bool finite = true;
             float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+            double plo[3] = {INFINITY, INFINITY, INFINITY}, phi[3] = {-INFINITY, -INFINITY, -INFINITY};
         };
-        auto pack = [&](std::size_t b, std::size_t e, Span& sp) {
+        // The filter's bound needs, in a triclinic box, the spread of the index arguments
+        // f_k . x over the atoms (frame_images, kernel_api.hpp): taken in the same pass. (In an
+        // orthorhombic box f_k . x = x_k / L_k rises with x_k, and rounding is monotone, so the
+        // extremes are those of the coordinates' bounds, below: no pass.)
+        const bool projections = want_filter && p.box_kind == kTriclinic;
+        double fco[3][3];
+        image_coefficients(p, fco);
+        auto pack_with = [&](auto with_projections, std::size_t b, std::size_t e, Span& sp) {
             bool fin = true;
             float l0 = INFINITY, l1 = INFINITY, l2 = INFINITY, h0 = -INFINITY, h1 = -INFINITY, h2 = -INFINITY;
+            double pl0 = INFINITY, pl1 = INFINITY, pl2 = INFINITY;
+            double ph0 = -INFINITY, ph1 = -INFINITY, ph2 = -INFINITY;
             for (std::size_t i = b; i < e; ++i) {
                 const float x = xyz[3 * i], y = xyz[3 * i + 1], z = xyz[3 * i + 2];
                 fin &= std::isfinite(x) & std::isfinite(y) & std::isfinite(z);
@@ -611,10 +699,30 @@ struct Histogrammer::Impl {
                 float w;
                 std::memcpy(&w, &lab, sizeof(float));
                 packed[i] = make_float4(x, y, z, w);
+                if constexpr (decltype(with_projections)::value) {
+                    const double xd = x, yd = y, zd = z;
+                    const double v0 = fco[0][0] * xd + fco[0][1] * yd + fco[0][2] * zd;
+                    const double v1 = fco[1][0] * xd + fco[1][1] * yd + fco[1][2] * zd;
+                    const double v2 = fco[2][0] * xd + fco[2][1] * yd + fco[2][2] * zd;
+                    pl0 = std::min(pl0, v0);
+                    pl1 = std::min(pl1, v1);
+                    pl2 = std::min(pl2, v2);
+                    ph0 = std::max(ph0, v0);
+                    ph1 = std::max(ph1, v1);
+                    ph2 = std::max(ph2, v2);
+                }
             }
+            sp.plo[0] = pl0; sp.plo[1] = pl1; sp.plo[2] = pl2;
+            sp.phi[0] = ph0; sp.phi[1] = ph1; sp.phi[2] = ph2;
             sp.finite = fin;
             sp.lo[0] = l0; sp.lo[1] = l1; sp.lo[2] = l2;
             sp.hi[0] = h0; sp.hi[1] = h1; sp.hi[2] = h2;
+        };
+        auto pack = [&](std::size_t b, std::size_t e, Span& sp) {
+            if (projections)
+                pack_with(std::true_type{}, b, e, sp);
+            else
+                pack_with(std::false_type{}, b, e, sp);
         };
         const int n_pack = n >= (1u << 18)
                                ? static_cast<int>(std::clamp<std::size_t>(n >> 17, 1, pack_threads))
@@ -631,16 +739,41 @@ struct Histogrammer::Impl {
         }
         bool finite = true;
         float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+        double plo[3] = {0.0, 0.0, 0.0}, phi[3] = {0.0, 0.0, 0.0};  // (no box: f = 0)
+        if (projections)
+            for (int k = 0; k < 3; ++k) {
+                plo[k] = INFINITY;
+                phi[k] = -INFINITY;
+            }
         for (const Span& sp : spans) {
             finite &= sp.finite;
             for (int d = 0; d < 3; ++d) {
                 lo[d] = std::min(lo[d], sp.lo[d]);
                 hi[d] = std::max(hi[d], sp.hi[d]);
+                if (projections) {
+                    plo[d] = std::min(plo[d], sp.plo[d]);
+                    phi[d] = std::max(phi[d], sp.phi[d]);
+                }
             }
         }
         float max_abs = 0.f;
         for (int d = 0; d < 3 && n > 0; ++d) max_abs = std::max({max_abs, -lo[d], hi[d]});
         check_coordinates(p, finite, max_abs);
+        if (want_filter && (p.box_kind == kOrtho || p.box_kind == kOrthoScaled))
+            for (int k = 0; k < 3; ++k) {  // f_kk x_k, as frame_images takes it, at the extremes
+                plo[k] = fco[k][k] * double(lo[k]);
+                phi[k] = fco[k][k] * double(hi[k]);
+            }
+        // Double precision: the float filter's bound for this frame (double_filter_delta; < 0:
+        // every pair in double) and its float rule (widened range, flag threshold)
+        double delta = -1.0;
+        FloatRule<false> filter_fr{};
+        float filter_near = 0.f;
+        if (want_filter && n > 0) {
+            delta = double_filter * double_filter_delta(p, frame_images_from(plo, phi, max_abs));
+            if (delta >= 0.0 && !build_filter_rule(p, delta, filter_fr, filter_near)) delta = -1.0;
+        }
+        const bool filter = delta >= 0.0;
         bool use_cells = false;
         CellPlan cplan;
         if (method != kMethodAllPairs && n > 0) {
@@ -658,7 +791,10 @@ struct Histogrammer::Impl {
             sort_spatially(staging.data(), packed, p.offsets, p.n_species, lo, hi, sort_key, sort_count);
         }
         T* images = reinterpret_cast<T*>(host_slot[s].ptr + atom_bytes);
-        for (int k = 0; k < 3 * p.n_images; ++k) images[k] = static_cast<T>(p.images[k]);
+        for (std::size_t k = 0; k < n_img; ++k) images[k] = static_cast<T>(p.images[k]);
+        float* images_f = reinterpret_cast<float*>(host_slot[s].ptr + atom_bytes + n_img * sizeof(T));
+        if (kDouble)
+            for (std::size_t k = 0; k < n_img; ++k) images_f[k] = static_cast<float>(p.images[k]);
 
         check(cudaStreamWaitEvent(copy, kernel_done[s], 0), "cudaStreamWaitEvent");
         check(cudaMemcpyAsync(dev_slot[s].ptr, host_slot[s].ptr, bytes, cudaMemcpyHostToDevice, copy),
@@ -673,13 +809,15 @@ struct Histogrammer::Impl {
         a.nbins = p.nbins;
         a.window = launch.window;
         a.copies = std::max(launch.copies, 1);
-        // Dense frames (no box or orthorhombic, single precision): every pair is within r_max
-        // when a bound on the float r2 of any pair, from the coordinates' extent e (and, in an
-        // orthorhombic box, the image bound D = l / 2 + (e + l + m) 2^-21 per axis), times
-        // (1 + 2^-20) is <= hi2 (see docs/design.rst, section "Dense frames (GPU)").
+        // Dense frames (no box or orthorhombic, single precision or the filter): every pair is
+        // within r_max when a bound on the float r2 of any pair, from the coordinates' extent e
+        // (and, in an orthorhombic box, the image bound D = l / 2 + (e + l + m) 2^-21 per axis),
+        // times (1 + 2^-20) is <= hi2 of the float rule (the filter's widened one) (see
+        // docs/design.rst, section "Dense frames (GPU)").
         a.all_in_range = 0;
-        if constexpr (std::is_same<T, float>::value) {
-            if ((p.box_kind == kNoBox || p.box_kind == kOrtho) && float_ok && n > 0) {
+        if (!kDouble || filter) {
+            const float hi2 = filter ? filter_fr.hi2 : float_rule.hi2;
+            if ((p.box_kind == kNoBox || p.box_kind == kOrtho) && (float_ok || filter) && n > 0) {
                 double e2 = 0.0;
                 for (int d = 0; d < 3; ++d) {
                     const double e = double(hi[d]) - double(lo[d]);
@@ -692,7 +830,7 @@ struct Histogrammer::Impl {
                         e2 += bound * bound;
                     }
                 }
-                a.all_in_range = e2 * (1.0 + 0x1p-20) <= double(float_rule.hi2);
+                a.all_in_range = e2 * (1.0 + 0x1p-20) <= double(hi2);
             }
         }
         a.chunk_images = common_image != kImageOff;
@@ -704,11 +842,38 @@ struct Histogrammer::Impl {
         const Binning<T> bin = make_binning<T>(p, dev_edges);
         const bool labels = p.labels != nullptr;
         launch.rule = "exact";
+        launch.filter_delta = delta;
+        CellKernelArgs ca{};
         if (use_cells) {
-            CellKernelArgs ca{};
             sort_into_cells(p, cplan, a.atoms, static_cast<int>(n), ca);
             ca.chunk_images = a.chunk_images;
             ca.stats = a.stats;
+        }
+        if (filter) {
+            // every pair in float, the flagged ones settled in double (filter.cuh)
+            launch.rule = "filter";
+            const Binning<double> bin_d = make_binning<double>(p, dev_edges_d.ptr);
+            const float* dev_images_f = reinterpret_cast<const float*>(dev_slot[s].ptr + atom_bytes + n_img * sizeof(T));
+            const double* dev_images_d = reinterpret_cast<const double*>(dev_slot[s].ptr + atom_bytes);
+            with_boxes(p, [&](const auto& box_f, const auto& box_d) {
+                using BoxD = std::decay_t<decltype(box_d)>;
+                auto go = [&](const auto& fr) {
+                    using FR = std::decay_t<decltype(fr)>;
+                    const FilterRule<FR, BoxD> rule{fr, filter_near, box_d, ExactRule<double>{bin_d}};
+                    if (use_cells) {
+                        if (n_cell_tasks > 0)
+                            launch_cells<float>(launch, ca, box_f, rule, labels, n_cell_tasks, compute);
+                    } else if (n_tasks > 0) {
+                        launch_allpairs<float>(launch, a, box_f, rule, labels, n_tasks, compute);
+                    }
+                };
+                if (filter_fr.rmin == 0.f && filter_fr.lo2 == 0.f)  // from 0 (as with_rule)
+                    go(FloatRule<true>{filter_fr.lo2, filter_fr.hi2, filter_fr.rmin, filter_fr.norm,
+                                       filter_fr.last});
+                else
+                    go(filter_fr);
+            }, dev_images_f, dev_images_d);
+        } else if (use_cells) {
             if (n_cell_tasks > 0)
                 with_rule<T, false>(bin, [&](const auto& rule) {
                     with_box<T>(p, dev_images, [&](const auto& box) {
@@ -747,7 +912,8 @@ struct Histogrammer::Impl {
         check(cudaMemsetAsync(dev_stats.ptr, 0, kStats * sizeof(unsigned long long), compute), "cudaMemsetAsync");
         check(cudaStreamSynchronize(compute), "the histogram kernels");
         for (std::size_t k = 0; k < len; ++k) out[k] += host_out.ptr[k];
-        for (int k = 0; k < kStats; ++k) launch.image_chunks[k] = static_cast<long long>(host_out.ptr[len + k]);
+        for (int k = 0; k < 3; ++k) launch.image_chunks[k] = static_cast<long long>(host_out.ptr[len + k]);
+        launch.settled = static_cast<long long>(host_out.ptr[len + 3]);
         pending = false;
     }
 };
@@ -767,6 +933,11 @@ void Histogrammer::accumulate(const FrameProblem& p, const float* xyz, std::size
 }
 
 void Histogrammer::synchronize(uint64_t* out) { impl_->synchronize(out); }
+double Histogrammer::double_filter() const { return impl_->double_filter; }
+void Histogrammer::set_double_filter(double scale) {
+    if (!(scale >= 0.0 && scale <= 1.0)) throw std::invalid_argument("_double_filter: must be in [0, 1]");
+    impl_->double_filter = scale;
+}
 bool Histogrammer::pending() const { return impl_->pending; }
 const LaunchInfo& Histogrammer::last_launch() const { return impl_->launch; }
 int Histogrammer::device() const { return impl_->device; }

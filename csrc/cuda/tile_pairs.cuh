@@ -11,6 +11,7 @@
 #include "common.cuh"
 #include "counters.cuh"
 #include "fastrdf/geometry.hpp"
+#include "filter.cuh"
 
 namespace fastrdf {
 namespace gpu {
@@ -64,15 +65,36 @@ __device__ __forceinline__ void load_tile(float4* jt, float4* jbox, const float4
 // docs/design.rst, section "One image for a box of displacements"). chunks[0] counts the
 // chunks that took one image, chunks[1] those that took one index, chunks[2] all chunks (per
 // warp).
+//
+// Double precision through the float filter (Rule a FilterRule, filter.cuh; Q = FilterQueue):
+// every pair is binned in float as above except the flagged ones (float coordinate within the
+// frame's bound of an integer), which each lane notes in a mask per row and chunk of kChunk j
+// atoms; after each chunk a warp with flags queues them and settles them in double, 32 at a
+// time. Dense tiles count the flagged pairs in float too (no predicate on their increment) and
+// their settle takes that count back.
 template <typename T, class Box, class Rule, bool Labels, bool Global, bool Windowed, bool Tri,
-          bool Packed = false, int R = kRows, bool Dense = false>
+          bool Packed = false, int R = kRows, bool Dense = false, class Q = NoQueue>
 __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii)[R],
                                            const float4* jt, const float4* jbox, int jb, int nj,
                                            const Box& box, const Rule& rule,
                                            unsigned long long* out, unsigned mult, uint32_t* mine,
                                            int lo, int w, uint32_t dummy, bool chunk_images,
-                                           unsigned (&chunks)[3]) {
+                                           unsigned (&chunks)[3], Q& fq) {
+    constexpr bool kFilter = is_filter<Rule>;
+    static_assert(kFilter == std::is_same<Q, FilterQueue>::value, "a filter rule needs its queue");
     uint32_t base = Global ? 0u : static_cast<uint32_t>(__cvta_generic_to_shared(mine));
+    // the filter's settle counts into the counters at their plain addresses
+    Counters counters;
+    if constexpr (kFilter) counters = make_counters<Rule, Global, Packed>(mine, dummy, lo, w, out, mult);
+    // kFilter: the flagged pairs of a chunk, 4 j atoms per step (kSteps steps): bit g of
+    // fm[r][t] is row r with j atom c0 + g + kSteps t, so that a step takes one bit register
+    // for its 4 j atoms and end_chunk lays the row's 32 flags out in j order with three shifts
+    constexpr int kPerStep = 4, kSteps = kChunk / kPerStep;
+    unsigned fm[R][kPerStep];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int t = 0; t < kPerStep; ++t) fm[r][t] = 0u;
     // raw(): one LEA from the biased bin to the counter's address (float_rule.cuh)
     // (packed: word u / 2 from base - 2 kBias, half u % 2, as kBias is even and lo = 0)
     constexpr bool kRaw = !Global && !Windowed && has_raw<Rule>::value;
@@ -83,20 +105,32 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
         asm volatile("" : "+r"(base));
         asm volatile("" : "+r"(dummy));
     }
-    // bins the pair (i = row r, j = jb + k) at squared distance r2
-    auto count = [&](T r2, int k, int r, const float4& aj) {
+    // bins the pair (i = row r, j = jb + k) at squared distance r2 (kFilter: a flag goes to
+    // bit `bit` of `noted_in`)
+    auto count = [&](T r2, int k, unsigned bit, unsigned& noted_in, int r, const float4& aj) {
         int b = 0;
         uint32_t u = 0;
         bool take;
-        if constexpr (kRaw) take = rule.raw(r2, u);
-        else take = rule(r2, b);
+        float g = 0.f;  // kFilter: the flag's measure (FilterRule)
+        if constexpr (kFilter) {
+            if constexpr (kRaw) take = rule.raw(r2, u, g);
+            else take = rule(r2, b, g);
+        } else if constexpr (kRaw) {
+            take = rule.raw(r2, u);
+        } else {
+            take = rule(r2, b);
+        }
         if (Tri) take = take & (jb + k > ii[r]);
         if (Labels) take = take & (__float_as_int(aj.w) != __float_as_int(ai[r].w));
+        // kFilter: a flagged pair is noted and left out of the float count (dense tiles:
+        // every pair is in range; the 32-bit dense increment counts it anyway, see above)
+        if constexpr (kFilter) take = rule.split(Dense || take, g, noted_in, bit);
         if (Global) {
             if (take) atomicAdd(out + b, static_cast<unsigned long long>(mult));
         } else if constexpr (Packed && kRaw) {
             static_assert(!Dense || (!Tri && !Labels), "dense: nothing masked");
-            const bool t = Dense || take;
+            // (filter: the flagged pairs of dense tiles go to the lane's dummy word)
+            const bool t = (Dense && !kFilter) || take;
             const uint32_t inc = 1u + (u & 1u) * 0xFFFFu;  // 1 or 0x10000
             // the totals of bin nbins (r == rmax) are those of bin nbins - 1; lanes that
             // do not count (r < rmin: u below the bias) point at bin 0, as they add 0
@@ -121,16 +155,67 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
     };
     // every pair of j atoms [c0, c1) with the rows, r2 from r2_of(j atom, row)
     auto pairs_of = [&](int c0, int c1, auto r2_of) {
-        for (int k = c0; k < c1; ++k) {
-            const float4 aj = jt[k];
+        if constexpr (kFilter) {
+            // one chunk (c1 - c0 <= kChunk), in steps of 4 j atoms (above)
+            unsigned bit = 1u;
+            if (c1 - c0 == kChunk) {
+                for (int g = 0; g < kSteps; ++g, bit <<= 1) {
 #pragma unroll
-            for (int r = 0; r < R; ++r) count(r2_of(aj, r), k, r, aj);
+                    for (int t = 0; t < kPerStep; ++t) {
+                        const int k = c0 + g + kSteps * t;
+                        const float4 aj = jt[k];
+#pragma unroll
+                        for (int r = 0; r < R; ++r) count(r2_of(aj, r), k, bit, fm[r][t], r, aj);
+                    }
+                }
+            } else {
+                for (int g = 0; g < kSteps; ++g, bit <<= 1) {
+#pragma unroll
+                    for (int t = 0; t < kPerStep; ++t) {
+                        const int k = c0 + g + kSteps * t;
+                        if (k < c1) {
+                            const float4 aj = jt[k];
+#pragma unroll
+                            for (int r = 0; r < R; ++r) count(r2_of(aj, r), k, bit, fm[r][t], r, aj);
+                        }
+                    }
+                }
+            }
+        } else {
+            unsigned none = 0u;
+            for (int k = c0; k < c1; ++k) {
+                const float4 aj = jt[k];
+#pragma unroll
+                for (int r = 0; r < R; ++r) count(r2_of(aj, r), k, 0u, none, r, aj);
+            }
+        }
+    };
+    // the end of the chunk at c0 (kFilter: queue and settle its flagged pairs; warp-uniform)
+    auto end_chunk = [&](int c0) {
+        if constexpr (kFilter) {
+            unsigned rows[R], any = 0u;  // bit q: row r with j atom c0 + q
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+                rows[r] = fm[r][0] | (fm[r][1] << kSteps) | (fm[r][2] << (2 * kSteps)) |
+                          (fm[r][3] << (3 * kSteps));
+                any |= rows[r];
+#pragma unroll
+                for (int t = 0; t < kPerStep; ++t) fm[r][t] = 0u;
+            }
+            static_assert(kPerStep == 4 && kSteps * kPerStep == 32, "32 flags per row and chunk");
+            if (__any_sync(0xFFFFFFFFu, any != 0u))
+                enqueue<Box, Rule, Global, Windowed, Packed, Dense, R>(fq, rows, ii, jb + c0, box, rule, counters);
         }
     };
     auto own_image = [&](const float4& aj, int r) {
         return pair_dist2(box, ai[r].x, ai[r].y, ai[r].z, aj.x, aj.y, aj.z);
     };
-    if constexpr (!kPeriodic<Box>) {
+    if constexpr (!kPeriodic<Box> && kFilter) {
+        for (int c0 = 0; c0 < nj; c0 += kChunk) {
+            pairs_of(c0, min(c0 + kChunk, nj), own_image);
+            end_chunk(c0);
+        }
+    } else if constexpr (!kPeriodic<Box>) {
         pairs_of(0, nj, own_image);
     } else {
         // (the special loops in single-precision shared-memory kernels only: each variant
@@ -196,6 +281,7 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
                             d_of(aj, r, d);
                             return box.norm(d[0], d[1], d[2]);
                         });
+                        end_chunk(c0);
                         continue;
                     }
                 }
@@ -204,6 +290,7 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
                     d_of(aj, r, d);
                     return box.reduce(d[0], d[1], d[2], s[r]);
                 });
+                end_chunk(c0);
                 continue;
             }
             if constexpr (kAxes) {
@@ -233,6 +320,7 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
                         along(std::integral_constant<int, 1>{});
                     else
                         along(std::integral_constant<int, 2>{});
+                    end_chunk(c0);
                     continue;
                 }
             }
@@ -267,10 +355,12 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
                                         hi ? sh[r][2] : s[r][2]};
                         return box.reduce(d[0], d[1], d[2], t);
                     });
+                    end_chunk(c0);
                     continue;
                 }
             }
             pairs_of(c0, c1, own_image);
+            end_chunk(c0);
         }
     }
 }

@@ -84,10 +84,16 @@ class CudaHistogrammer {
         d["dense"] = l.dense;
         d["sorted"] = l.sorted;
         d["image_chunks"] = py::make_tuple(l.image_chunks[0], l.image_chunks[1], l.image_chunks[2]);
+        d["filter_delta"] = l.filter_delta;
+        d["settled"] = l.settled;
         return d;
     }
 
     bool pending() const { return h_.pending(); }
+    // Test hook (as CpuHistogrammer's): the float filter's bound times this (1; 0: every pair of
+    // a double-precision frame in double).
+    double double_filter() const { return h_.double_filter(); }
+    void set_double_filter(double v) { h_.set_double_filter(v); }
     std::string last_method() const { return h_.last_launch().method; }
     int device() const { return h_.device(); }
 
@@ -133,6 +139,8 @@ PYBIND11_MODULE(_fastrdf_cuda, m) {
         .def("synchronize", &CudaHistogrammer::synchronize)
         .def_property_readonly("last_launch", &CudaHistogrammer::last_launch)
         .def_property_readonly("pending", &CudaHistogrammer::pending)
+        .def_property("_double_filter", &CudaHistogrammer::double_filter,
+                      &CudaHistogrammer::set_double_filter)
         .def_property_readonly("last_method", &CudaHistogrammer::last_method)
         .def_property_readonly("device", &CudaHistogrammer::device);
     m.def("device_count", []() { return gpu::device_count(nullptr); });

@@ -56,7 +56,9 @@ struct LaunchInfo {
     int copies = 0;      // sub-histograms per block
     long long tasks = 0; // blocks per sweep
     int threads = 0;
-    std::string rule;    // "fast" (approximate root, exact bins) or "exact" (IEEE root)
+    std::string rule;    // "fast" (approximate root, exact bins), "exact" (IEEE root) or
+                         // "filter" (double precision: every pair in float, the pairs near an
+                         // edge settled in double)
     std::string method;  // "allpairs" or "cells"
     int cells[3] = {0, 0, 0};  // cell grid (method "cells")
     int cell_k = 0;
@@ -68,6 +70,11 @@ struct LaunchInfo {
                                             // image, one index (triclinic), and all, summed
                                             // over the frames of the last synchronize() (set
                                             // there; 0 between accumulate and synchronize)
+    double filter_delta = -1.0;  // double precision: the last frame's bound of the float filter
+                                 // in bins (double_filter_delta times the scale), < 0: that
+                                 // frame ran every pair in double (or single precision)
+    long long settled = 0;  // pairs the filter settled in double over the frames of the last
+                            // synchronize() (set there)
 };
 
 // One device's persistent engine: device buffers, pinned host buffers, streams and events are
@@ -92,6 +99,10 @@ class Histogrammer {
     void synchronize(uint64_t* out);
     bool pending() const;
     const LaunchInfo& last_launch() const;
+    // Double precision through the float filter: the bound is multiplied by this scale (1; 0
+    // runs every pair in double, for tests; below 1 makes the filter wrong on purpose).
+    double double_filter() const;
+    void set_double_filter(double scale);
     int device() const;
 
    private:

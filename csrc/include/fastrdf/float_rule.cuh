@@ -24,8 +24,12 @@ struct FloatRule {
     float lo2, hi2;  // r2 in range iff lo2 <= r2 <= hi2
     float rmin, norm;
     int last;        // nbins - 1
-    __device__ __forceinline__ bool raw(float r2, uint32_t& u) const {
-        const bool in = ZeroMin ? (r2 <= hi2) : ((r2 >= lo2) & (r2 <= hi2));
+    // r2 in range (NaN: out)
+    __device__ __forceinline__ bool in_range(float r2) const {
+        return ZeroMin ? (r2 <= hi2) : ((r2 >= lo2) & (r2 <= hi2));
+    }
+    // the CPU kernel's float bin coordinate (r - rmin) * norm of r = sqrtf(r2)
+    __device__ __forceinline__ float coordinate(float r2) const {
         const float x = fmaxf(r2, 0x1p-100f);
         float y;
         asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
@@ -33,7 +37,11 @@ struct FloatRule {
         const float h = __fmul_rn(y, 0.5f);
         const float e = __fmaf_rn(-r, r, x);
         r = __fmaf_rn(e, h, r);
-        const float f = ZeroMin ? __fmul_rn(r, norm) : __fmul_rn(__fadd_rn(r, -rmin), norm);
+        return ZeroMin ? __fmul_rn(r, norm) : __fmul_rn(__fadd_rn(r, -rmin), norm);
+    }
+    __device__ __forceinline__ bool raw(float r2, uint32_t& u) const {
+        const bool in = in_range(r2);
+        const float f = coordinate(r2);
         u = __float_as_uint(__fadd_rz(f, 8388608.0f));  // trunc_nonneg of geometry.hpp, biased
         return in;
     }

@@ -180,20 +180,38 @@ struct FrameImages {
     double xmax = 0.0;
 };
 
-// One pass over the frame's atoms: N_k = spread_k (1 + 2^-20) + 1/2 from the spread of the
-// index arguments f_k . x (x_c / L_c in an orthorhombic box); see docs/design.rst, section
-// "The float filter's bound (double precision on the CPU)".
-inline FrameImages frame_images(const FrameProblem& p) {
-    FrameImages fi;
-    const int64_t n_atoms = p.offsets[p.n_species];
-    if (n_atoms == 0) return fi;
-    double f[3][3] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
+// The coefficients f_k of the index arguments f_k . x (rows; 1 / L_c on the diagonal of an
+// orthorhombic box, zero without a box).
+inline void image_coefficients(const FrameProblem& p, double (&f)[3][3]) {
+    for (int k = 0; k < 3; ++k)
+        for (int c = 0; c < 3; ++c) f[k][c] = 0.0;
     if (p.box_kind == kOrtho || p.box_kind == kOrthoScaled) {
         for (int c = 0; c < 3; ++c) f[c][c] = 1.0 / p.ortho[c];
     } else if (p.box_kind == kTriclinic) {
         for (int k = 0; k < 3; ++k)
             for (int c = 0; c < 3; ++c) f[k][c] = p.reciprocal[3 * k + c];
     }
+}
+
+// N_k from the lowest and highest f_k . x over the atoms (each f[k][0] * x + f[k][1] * y +
+// f[k][2] * z in double, as frame_images computes it), and the largest |coordinate|.
+inline FrameImages frame_images_from(const double (&lo)[3], const double (&hi)[3], double xmax) {
+    FrameImages fi;
+    for (int k = 0; k < 3; ++k) fi.n[k] = (hi[k] - lo[k]) * (1.0 + 0x1p-20) + 0.5;
+    fi.xmax = xmax;
+    return fi;
+}
+
+// One pass over the frame's atoms: N_k = spread_k (1 + 2^-20) + 1/2 from the spread of the
+// index arguments f_k . x (x_c / L_c in an orthorhombic box); see docs/design.rst, section
+// "The float filter's bound (double precision on the CPU)". (The CUDA engine takes the same
+// spread while it packs the frame, and frame_images_from.)
+inline FrameImages frame_images(const FrameProblem& p) {
+    FrameImages fi;
+    const int64_t n_atoms = p.offsets[p.n_species];
+    if (n_atoms == 0) return fi;
+    double f[3][3];
+    image_coefficients(p, f);
     double lo[3], hi[3];
     for (int k = 0; k < 3; ++k) lo[k] = hi[k] = f[k][0] * p.x[0] + f[k][1] * p.y[0] + f[k][2] * p.z[0];
     for (int64_t a = 0; a < n_atoms; ++a) {
@@ -205,8 +223,7 @@ inline FrameImages frame_images(const FrameProblem& p) {
             hi[k] = std::max(hi[k], v);
         }
     }
-    for (int k = 0; k < 3; ++k) fi.n[k] = (hi[k] - lo[k]) * (1.0 + 0x1p-20) + 0.5;
-    return fi;
+    return frame_images_from(lo, hi, fi.xmax);
 }
 
 inline double double_filter_delta(const FrameProblem& p, const FrameImages& fi) {

@@ -1,0 +1,13 @@
+// The all-pairs kernels of the float filter (from 0; double precision through
+// float kernels, filter.cuh) in the box OrthoBoxScaled.
+#include "allpairs_kernels.cuh"
+
+namespace fastrdf {
+namespace gpu {
+namespace detail {
+
+FASTRDF_ALLPAIRS_FILTER_INSTANCES(, OrthoBoxScaled, FilterFrom0);
+
+}  // namespace detail
+}  // namespace gpu
+}  // namespace fastrdf

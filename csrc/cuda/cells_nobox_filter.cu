@@ -1,0 +1,13 @@
+// The cell-list kernels of the float filter (from 0; double precision through
+// float kernels, filter.cuh) in the box NoBox.
+#include "cells_kernels.cuh"
+
+namespace fastrdf {
+namespace gpu {
+namespace detail {
+
+FASTRDF_CELLS_FILTER_INSTANCES(, NoBox, FilterFrom0);
+
+}  // namespace detail
+}  // namespace gpu
+}  // namespace fastrdf

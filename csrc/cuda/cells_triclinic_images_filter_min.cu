@@ -1,0 +1,13 @@
+// The cell-list kernels of the float filter (from r_min > 0; double precision through
+// float kernels, filter.cuh) in the box TriclinicImages.
+#include "cells_kernels.cuh"
+
+namespace fastrdf {
+namespace gpu {
+namespace detail {
+
+FASTRDF_CELLS_FILTER_INSTANCES(, TriclinicImages, FilterFromMin);
+
+}  // namespace detail
+}  // namespace gpu
+}  // namespace fastrdf
