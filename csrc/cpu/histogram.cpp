@@ -18,7 +18,7 @@
 #include <limits>
 #include <type_traits>
 
-#if defined(__AVX512F__)
+#if defined(__SSE2__)
 #include <immintrin.h>
 #endif
 
@@ -135,6 +135,30 @@ void certify_blocks(const Box& box, const float* x, const float* y, const float*
     }
 }
 
+// Whether one of the 16 indices at p holds kNearFlag (bit 31): one vector test of the block
+// the lane loop has just stored (a plain loop of ORs compiled to 16 scalar loads, which stall on
+// forwarding from the vector stores; benchmarks/NOTES.md, "the float filter's overhead").
+inline bool any_flag16(const uint32_t* p) {
+    static_assert(kNearFlag == 0x80000000u, "the flag is the sign bit");
+#if defined(__AVX512F__)
+    const __m512i v = _mm512_loadu_si512(p);
+    return _mm512_test_epi32_mask(v, _mm512_set1_epi32(static_cast<int>(kNearFlag))) != 0;
+#elif defined(__AVX2__)
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 8));
+    return _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_or_si256(a, b))) != 0;
+#elif defined(__SSE2__)
+    const __m128i* q = reinterpret_cast<const __m128i*>(p);
+    const __m128i v = _mm_or_si128(_mm_or_si128(_mm_loadu_si128(q), _mm_loadu_si128(q + 1)),
+                                   _mm_or_si128(_mm_loadu_si128(q + 2), _mm_loadu_si128(q + 3)));
+    return _mm_movemask_ps(_mm_castsi128_ps(v)) != 0;
+#else
+    uint32_t any = 0;
+    for (int k = 0; k < kDummySlots; ++k) any |= p[k];
+    return (any & kNearFlag) != 0;
+#endif
+}
+
 // SIMD part: bin index (or dummy slot, or near-edge flag) of pairs (i, j0..j0+n). blocks:
 // null, or the image of each block of 16 lanes (certify_blocks).
 // Filter (float, double precision through the float filter: double_filter_delta): a pair whose
@@ -181,15 +205,18 @@ inline int row_indices(const float* __restrict xs, const float* __restrict ys,
                     // f of every pair, clamped to [-1/2, nbins + 1/2] (where nint is exact),
                     // and its distance to the nearest integer (exact, by Sterbenz). A pair not
                     // flagged has f within (filter, nbins - filter) exactly when float's range
-                    // test passes, and then the ideal coordinate has the same integer part.
+                    // test passes, and then the ideal coordinate has the same integer part,
+                    // int(f) < nbins: no clamp of the bin (fast_bin_of's) is needed. Written as
+                    // max, min and two selects, so the lane costs about what single's does.
                     // Lanes past n may be flagged; the caller resets them.
                     const T f0 = bin.coordinate(r);
-                    const T f1 = f0 < T(-0.5) ? T(-0.5) : f0;
-                    const T f = f1 > top ? top : f1;
+                    const T f1 = f0 > T(-0.5) ? f0 : T(-0.5);
+                    const T f = f1 < top ? f1 : top;
                     const T g = std::fabs(f - nint(f));
                     const bool nr = (g < filter) & label_ok;
-                    const int b = bin.fast_bin_of(in ? f : T(0));
-                    idx[k] = nr ? kNearFlag : (in ? static_cast<uint32_t>(b) : static_cast<uint32_t>(nb + kk));
+                    const uint32_t b = static_cast<uint32_t>(static_cast<int>(f));  // f >= -1/2
+                    const uint32_t u = in ? b : static_cast<uint32_t>(nb + kk);
+                    idx[k] = nr ? kNearFlag : u;
                 } else {
                     const T f = in ? bin.coordinate(r) : T(0);
                     const int b = bin.fast_bin_of(f);
@@ -218,13 +245,15 @@ inline int row_indices(const float* __restrict xs, const float* __restrict ys,
         } else {
             lanes([&](int, T dx, T dy, T dz) { return box.dist2(dx, dy, dz); });
         }
-        if constexpr (Filter) {
-            // (a separate pass: an OpenMP reduction in the loop above kept GCC 13 from
-            // vectorising it)
-            uint32_t any = 0;
-            for (int kk = 0; kk < kDummySlots; ++kk) any |= idx[k0 + kk];
-            if (any & kNearFlag) near_blocks[n_near++] = k0;
-        }
+    }
+    if constexpr (Filter) {
+        // The blocks with a flag, in a pass after the row rather than after each block: there
+        // the test's load waits for the block's just-stored indices (store forwarding at the end
+        // of the root's dependency chain) and held the retirement of every block (the filter's
+        // loop 11 % slower; benchmarks/NOTES.md, "the float filter's overhead"). Not a reduction
+        // in the loop above: one kept GCC 13 from vectorising it.
+        for (int k0 = 0; k0 < n; k0 += kDummySlots)
+            if (any_flag16(idx + k0)) near_blocks[n_near++] = k0;
     }
     return n_near;
 }
