@@ -85,15 +85,17 @@ def test_outputs_never_branch_on_an_analysis_name():
         assert "isinstance(obj, InterRDF" not in text
 
 
-def test_every_analysis_is_known_to_load_in_a_fresh_process():
+def test_every_analysis_is_known_to_load_in_a_fresh_process(tmp_path):
     """load() of any analysis' file works in a new interpreter: importing the package
-    registers every analysis class."""
+    registers every analysis class. The child runs outside the checkout, so that it imports
+    the installed package (a source tree without the compiled module would shadow it)."""
     import subprocess
     import sys
 
     code = ("import mdakit_fastrdf; from mdakit_fastrdf.analysis.declarations import "
             "analysis_class as c; print([c(n).__name__ for n in "
             "('InterRDF', 'InterRDF_s', 'SpeciesRDF', 'KirkwoodBuff')])")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
     assert "KirkwoodBuff" in res.stdout
