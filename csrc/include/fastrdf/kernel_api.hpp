@@ -226,6 +226,64 @@ inline FrameImages frame_images(const FrameProblem& p) {
     return frame_images_from(lo, hi, fi.xmax);
 }
 
+// The largest distance between the float kernels' lattice shift and the exact one over the
+// image indices the frame's pairs can take (|n_k| <= floor(N_k)), every index tried: the float
+// shift as geometry.hpp's shift() makes it (the basis rounded to float, products and sums in
+// float; the sums in each of their three orders), the exact one as sum_k n_k a_k in double,
+// plus a bound on the rounding of that double and of the double kernel's own shift. -1 for
+// MDAnalysis's scaled form (no shift of its own) and when there are too many indices to try:
+// the caller then takes the analytic bound. See docs/design.rst, section "The float filter's
+// bound (double precision on the CPU)".
+inline double shift_error(const FrameProblem& p, const FrameImages& fi) {
+    constexpr double ud = 0x1p-53;
+    if (p.box_kind == kNoBox) return 0.0;
+    double m[3];
+    for (int k = 0; k < 3; ++k) {
+        m[k] = std::floor(fi.n[k]);
+        if (!(m[k] <= 1024.0)) return -1.0;
+    }
+    if (p.box_kind == kOrtho) {  // s_c = L_c n_c, one product
+        double e2 = 0.0;
+        for (int c = 0; c < 3; ++c) {
+            const float l = static_cast<float>(p.ortho[c]);
+            double worst = 0.0;
+            for (double n = -m[c]; n <= m[c]; n += 1.0) {
+                const float s32 = l * static_cast<float>(n);
+                worst = std::max(worst, std::fabs(static_cast<double>(s32) - p.ortho[c] * n));
+            }
+            const double e = worst * (1.0 + 0x1p-40) + 4.0 * ud * m[c] * p.ortho[c];
+            e2 += e * e;
+        }
+        return std::sqrt(e2);
+    }
+    if (p.box_kind != kTriclinic) return -1.0;
+    if ((2.0 * m[0] + 1.0) * (2.0 * m[1] + 1.0) * (2.0 * m[2] + 1.0) > 4096.0) return -1.0;
+    float a32[3][3];
+    double aabs = 0.0;  // sum_k floor(N_k) |a_k|_1
+    for (int k = 0; k < 3; ++k)
+        for (int c = 0; c < 3; ++c) {
+            a32[k][c] = static_cast<float>(p.basis[3 * k + c]);
+            aabs += m[k] * std::fabs(p.basis[3 * k + c]);
+        }
+    double worst = 0.0;
+    for (double n0 = -m[0]; n0 <= m[0]; n0 += 1.0)
+        for (double n1 = -m[1]; n1 <= m[1]; n1 += 1.0)
+            for (double n2 = -m[2]; n2 <= m[2]; n2 += 1.0) {
+                const float f0 = static_cast<float>(n0), f1 = static_cast<float>(n1), f2 = static_cast<float>(n2);
+                double e2 = 0.0;
+                for (int c = 0; c < 3; ++c) {
+                    const float q0 = f0 * a32[0][c], q1 = f1 * a32[1][c], q2 = f2 * a32[2][c];
+                    const double s64 = n0 * p.basis[c] + n1 * p.basis[3 + c] + n2 * p.basis[6 + c];
+                    const float s32[3] = {(q0 + q1) + q2, (q0 + q2) + q1, (q1 + q2) + q0};
+                    double e = 0.0;
+                    for (float v : s32) e = std::max(e, std::fabs(static_cast<double>(v) - s64));
+                    e2 += e * e;
+                }
+                worst = std::max(worst, std::sqrt(e2));
+            }
+    return worst * (1.0 + 0x1p-40) + 8.0 * ud * aabs;
+}
+
 inline double double_filter_delta(const FrameProblem& p, const FrameImages& fi) {
     constexpr double u = 0x1p-24;
     const double rmin = p.edges[0], rmax = p.edges[p.nbins];
@@ -253,7 +311,10 @@ inline double double_filter_delta(const FrameProblem& p, const FrameImages& fi) 
     // (orthorhombic), 3 sqrt(3) u (MDAnalysis's scaled form), 2 sqrt(3) u (triclinic)
     const double kr = p.box_kind == kNoBox ? 2.7 : p.box_kind == kOrtho ? 4.4 : p.box_kind == kOrthoScaled ? 7.9 : 6.2;
     const double r = rabs + 1.0 / norm;
-    const double e_r = 4.0 * u * img + 6.0 * u * img_max + kr * u * r + 1e-18;
+    // the shift: tried over the frame's image indices (shift_error), else the analytic 4u img
+    const double e_try = shift_error(p, fi);
+    const double e_shift = e_try >= 0.0 ? e_try : 4.0 * u * img;
+    const double e_r = e_shift + 6.0 * u * img_max + kr * u * r + 1e-18;
     const double delta = 2.0 * (norm * e_r + 3.0 * u * (p.nbins + 1.0) + u * std::fabs(rmin) * norm +
                                 8.0 * 0x1p-52 * rabs * norm + 1e-10 * (p.nbins + 1.0));
     return delta < 0.1 ? delta : -1.0;
