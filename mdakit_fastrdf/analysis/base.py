@@ -9,7 +9,9 @@ the declared result layout. An analysis supplies only
 * its normalisation (:meth:`PairHistogramBase._normalise`, from the integer counts of a run
   or of one block to the results it promises),
 * its declared outputs (:attr:`PairHistogramBase.outputs`, see
-  :mod:`~mdakit_fastrdf.analysis.declarations`).
+  :mod:`~mdakit_fastrdf.analysis.declarations`),
+* optionally, per-frame float results (:meth:`PairHistogramBase._frame_rows`): one row
+  per frame, gathered from every parallel backend in frame order (:func:`frame_sum`).
 
 See "Adding an analysis" in the design page of the docs for a worked example.
 """
@@ -42,8 +44,8 @@ from .checks import check_keywords, check_nbins, check_norm, check_range
 from .coords import COORDINATE_MODES, prepare_coordinates
 from .declarations import Curve, OutputSpec, register
 
-__all__ = ["PairHistogramBase", "PairLayout", "block_plan", "block_sem", "histogram_edges",
-           "normalise_counts", "shell_volumes"]
+__all__ = ["PairHistogramBase", "PairLayout", "block_plan", "block_sem", "frame_sum",
+           "histogram_edges", "normalise_counts", "shell_volumes"]
 
 
 def available_memory_bytes():
@@ -135,6 +137,23 @@ def sum_parts(values):
             acc += a
         out.append(acc)
     return out
+
+
+def frame_sum(rows):
+    """The sum of per-frame `rows` (axis 0), added one frame after the other in the order
+    of the rows (frame order, as the base hands them over): the same floating-point
+    operations whatever backend or split computed the rows, hence the same bits."""
+    rows = np.asarray(rows, dtype=np.float64)
+    acc = np.zeros(rows.shape[1:], dtype=np.float64)
+    for row in rows:
+        acc += row
+    return acc
+
+
+def concatenate_parts(values):
+    """Aggregate the workers' per-frame rows (ResultsGroup lookup): joined along axis 0
+    (the base puts them in frame order afterwards)."""
+    return np.concatenate([np.asarray(v) for v in values], axis=0)
 
 
 class _WorkerFrames:
@@ -261,6 +280,21 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
         ``self.n_frames`` is the number of frames it covers."""
         raise NotImplementedError
 
+    def _frame_rows(self) -> dict:
+        """Per-frame float results: ``{name: shape}`` of the row that each frame stores in
+        ``results.<name>`` (with :meth:`_store_frame`), called in ``_prepare`` after
+        :meth:`_layout`. The base allocates one float64 row per frame of the worker, joins
+        the workers' rows and puts them in frame order (``results.frame_index``: the index
+        of each row's frame in the run) before :meth:`_normalise`, which sees the rows of
+        the whole run, or of one block, in frame order (sum them with :func:`frame_sum`).
+        Default: none."""
+        return {}
+
+    def _store_frame(self, name, value):
+        """Store the current frame's row of per-frame result `name` (see
+        :meth:`_frame_rows`)."""
+        self.results[name][self._frame_index] = value
+
     def _output_parameters(self) -> dict:
         """Parameters of this analysis saved beside the numbers (beyond the common ones)."""
         return {}
@@ -313,6 +347,14 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
         self.results.edges = edges
         self.results.bins = bins
         self._allocate_counts(nbins)
+        rows = self._frame_rows()
+        if rows:
+            local = getattr(self, "_local_frames", None)
+            if local is None:  # _prepare outside _compute: the frames of the sliced trajectory
+                local = np.arange(len(self._sliced_trajectory), dtype=np.int64)
+            self.results.frame_index = np.array(local, dtype=np.int64)
+            for name, shape in rows.items():
+                self.results[name] = np.zeros((len(local),) + tuple(shape), dtype=np.float64)
         if self.norm == "rdf":
             self.results.volume_cum = 0
         self._edges = np.ascontiguousarray(edges, dtype=np.float64)
@@ -341,10 +383,24 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
         lookup.update({"volume_cum": ResultsGroup.ndarray_sum,
                        "bins": ResultsGroup.ndarray_mean,
                        "edges": ResultsGroup.ndarray_mean})
+        if self._frame_rows():
+            lookup.update({name: concatenate_parts
+                           for name in ("frame_index", *self._frame_rows())})
         lookup.update(self._block_lookup())
         return ResultsGroup(lookup=lookup)
 
+    def _order_frames(self):
+        """Put the per-frame rows of the merged results in frame order."""
+        res = self.results
+        if "frame_index" not in res:
+            return
+        order = np.argsort(res.frame_index, kind="stable")
+        res.frame_index = np.ascontiguousarray(res.frame_index[order])
+        for name in self._frame_rows():
+            res[name] = np.ascontiguousarray(res[name][order])
+
     def _conclude(self):
+        self._order_frames()
         if self.norm == "rdf":
             self.volume_cum = self.results.volume_cum
         self._normalise(self.results)
@@ -415,6 +471,7 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
         # With blocks: the block of each frame of this worker, from the frame's index in the
         # whole run (the first column of indexed_frames), whatever the split.
         plan = getattr(self, "_block_plan", None)
+        self._local_frames = np.asarray(indexed_frames, dtype=np.int64).reshape(-1, 2)[:, 0]
         self._block_arrays = None
         self._local_blocks = (None if plan is None
                               else plan[np.asarray(indexed_frames, dtype=np.int64)[:, 0]])
@@ -507,6 +564,11 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
                                    else blocks[b])
                 if "volume_cum" in full:
                     part.volume_cum = full.block_volume_cum[b]
+                if "frame_index" in full:  # the block's rows, in frame order
+                    mine = self._block_plan[full.frame_index] == b
+                    part.frame_index = full.frame_index[mine]
+                    for name in self._frame_rows():
+                        part[name] = full[name][mine]
                 self.results = part
                 self.n_frames = int(full.block_n_frames[b])
                 self._normalise(part)
