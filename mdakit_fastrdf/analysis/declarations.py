@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-__all__ = ["Curve", "Field", "OutputSpec", "Table", "analysis_class", "histogram_fields",
-           "register"]
+__all__ = ["Curve", "Field", "OutputSpec", "PlotAxes", "Table", "analysis_class",
+           "histogram_fields", "register"]
 
 #: Units of the normalised histograms for each ``norm``.
 NORM_UNITS = {"rdf": "1", "density": "Å^-3", "none": "pairs per frame"}
@@ -134,7 +134,8 @@ def histogram_fields(count_about="pairs in the bin summed over frames"):
 
 @dataclass
 class Curve:
-    """One line of a plot: ``y`` over the bin centres, its standard error, and optionally
+    """One line of a plot: ``y`` over the x values of the plot's axes (:class:`PlotAxes`;
+    the bin centres by default) or over its own ``x``, its standard error, and optionally
     the running coordination number drawn on a second axis."""
 
     label: str | None
@@ -143,6 +144,38 @@ class Curve:
     coordination: object = None
     coordination_sem: object = None
     color: str | None = None
+    x: object = None
+
+
+@dataclass
+class PlotAxes:
+    """The axes of an analysis' plot, for results that are not functions of r.
+
+    An analysis class whose curves are not drawn over the bin centres (a structure factor
+    over q, an intensity on a log scale) gives a classmethod ``_plot_axes(results,
+    parameters)`` returning one of these; without it, :func:`~mdakit_fastrdf.plot` draws
+    over the bin centres with the labels of the run's ``norm``.
+
+    Parameters
+    ----------
+    x : array_like
+        The x values of the curves (each :class:`Curve` may override them).
+    xlabel, ylabel : str
+        Axis labels.
+    xlim : tuple of float, optional
+        x range (default: the range of `x`).
+    yscale : str
+        ``'linear'`` or ``'log'``.
+    reference : float, optional
+        A horizontal reference line (g(r) = 1, S(q) = 1), or None.
+    """
+
+    x: object
+    xlabel: str
+    ylabel: str
+    xlim: tuple | None = None
+    yscale: str = "linear"
+    reference: float | None = None
 
 
 _REGISTRY: dict = {}

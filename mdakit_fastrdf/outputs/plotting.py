@@ -43,6 +43,20 @@ def _axes(ax):
     return ax
 
 
+def _plot_axes(cls, res, params):
+    """The analysis' :class:`PlotAxes` (its ``_plot_axes``), else g(r)-like axes over the
+    bin centres labelled by the run's ``norm``."""
+    from ..analysis.declarations import PlotAxes
+
+    own = getattr(cls, "_plot_axes", None)
+    if own is not None:
+        return own(res, params)
+    norm = params["norm"]
+    return PlotAxes(x=res.bins, xlabel="r (Å)", ylabel=_YLABEL[norm],
+                    xlim=(res.edges[0], res.edges[-1]),
+                    reference=1.0 if norm == "rdf" else None)
+
+
 def _band(ax, x, y, sem, color, errors):
     """Shade y ± sem; True when a band was drawn."""
     if errors and sem is not None:
@@ -99,8 +113,9 @@ def plot(obj, ax=None, *, coordination=False, errors=True, legend=True, **option
     takes = inspect.signature(cls._curves).parameters
     curve_options = {k: options.pop(k) for k in list(options) if k in takes}
     curves = cls._curves(res, params, **curve_options)
+    axes = _plot_axes(cls, res, params)
     ax = _axes(ax)
-    x = np.asarray(res.bins)
+    x = np.asarray(axes.x)
     twin = ax.twinx() if coordination else None
     banded = False
     for curve in curves:
@@ -108,25 +123,26 @@ def plot(obj, ax=None, *, coordination=False, errors=True, legend=True, **option
         kwargs = dict(options)
         if curve.color and "color" not in kwargs:
             kwargs["color"] = curve.color
+        cx = x if curve.x is None else np.asarray(curve.x)
         try:
-            (line,) = ax.plot(x, y, label=curve.label, **kwargs)
+            (line,) = ax.plot(cx, y, label=curve.label, **kwargs)
         except AttributeError as exc:  # matplotlib's answer to an unknown keyword
             own = ", ".join(k for k in takes if k not in ("cls", "results", "parameters"))
             raise TypeError(
                 f"plot(): {exc}; {data.analysis} results take the options {own or 'none'} "
                 "and matplotlib's line properties") from None
         sem = None if curve.sem is None else np.asarray(curve.sem)
-        banded |= _band(ax, x, y, sem, line.get_color(), errors)
+        banded |= _band(ax, cx, y, sem, line.get_color(), errors)
         if twin is not None and curve.coordination is not None:
             cn = np.asarray(curve.coordination, dtype=np.float64)
-            twin.plot(x, cn, linestyle="--", color=line.get_color(), linewidth=1.0)
-            banded |= _band(twin, x, cn, curve.coordination_sem, line.get_color(), errors)
-    norm = params["norm"]
-    if norm == "rdf":
-        ax.axhline(1.0, color="0.6", linewidth=0.8, linestyle=":")
-    ax.set_xlabel("r (Å)")
-    ax.set_ylabel(_YLABEL[norm])
-    ax.set_xlim(res.edges[0], res.edges[-1])
+            twin.plot(cx, cn, linestyle="--", color=line.get_color(), linewidth=1.0)
+            banded |= _band(twin, cx, cn, curve.coordination_sem, line.get_color(), errors)
+    if axes.reference is not None:
+        ax.axhline(axes.reference, color="0.6", linewidth=0.8, linestyle=":")
+    ax.set_xlabel(axes.xlabel)
+    ax.set_ylabel(axes.ylabel)
+    ax.set_yscale(axes.yscale)
+    ax.set_xlim(*(axes.xlim if axes.xlim is not None else (x.min(), x.max())))
     if twin is not None:
         what = getattr(cls, "_coordination_label", None)
         twin.set_ylabel("coordination number (dashed)" + (f":\n{what}" if what else ""))
