@@ -8,7 +8,8 @@
 #           pytest:FILE (one test file, stop at the first failure)
 #           env:VAR=VALUE (exported for the stages after it, e.g. env:FASTRDF_CUDA_COMMON_IMAGE=off)
 #
-# Prepare on a machine with network first (carry .whl and .gpudata with the call):
+# Prepare on a machine with network first (carry .whl and .gpudata with the call; optionally
+# .prebuilt, a wheel from tools/prebuild_gpu_wheel.sh, so that nothing is compiled there):
 #   bash ../shared/gpu/bundle.sh --dask TPR XTC GRO      # MDAnalysis, dask, the adk data
 #   (plus joblib fasteners threadpoolctl tqdm cloudpickle toolz click msgpack wheels)
 #
@@ -24,12 +25,20 @@ python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /
   > "$OUT/wheels.log" 2>&1 || { tail "$OUT/wheels.log"; exit 1; }
 export PYTHONPATH=/tmp/site:$PWD/.gpudata
 arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
-echo "== build for sm_${arch}"
 t0=$(date +%s)
-python3 -m pip install -q --no-build-isolation --no-deps \
-  -C cmake.define.CMAKE_CUDA_ARCHITECTURES="${arch}-real" -C cmake.define.FASTRDF_CUDA=ON . \
-  > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
-echo "   built in $(( $(date +%s) - t0 )) s"
+if ls .prebuilt/mdakit_fastrdf-*-cp312-*.whl > /dev/null 2>&1; then
+  # a wheel built elsewhere for this Python and GPU (tools/prebuild_gpu_wheel.sh), carried
+  # in .prebuilt: saves the build's minutes of device time
+  echo "== prebuilt wheel $(ls .prebuilt/*.whl)"
+  python3 -m pip install -q --no-index --no-deps --force-reinstall .prebuilt/mdakit_fastrdf-*-cp312-*.whl \
+    > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+else
+  echo "== build for sm_${arch}"
+  python3 -m pip install -q --no-build-isolation --no-deps \
+    -C cmake.define.CMAKE_CUDA_ARCHITECTURES="${arch}-real" -C cmake.define.FASTRDF_CUDA=ON . \
+    > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+fi
+echo "   installed in $(( $(date +%s) - t0 )) s"
 cd /tmp  # import the installed package, not the source tree
 src=$OLDPWD
 rc=0
