@@ -300,6 +300,10 @@ void site_histograms(py::array coords1, py::array coords2, double rmin, double r
 
 }  // namespace
 
+namespace fastrdf {
+void bind_kspace(py::module_& m);  // bindings_kspace.cpp: the direct k-space sum
+}
+
 PYBIND11_MODULE(_fastrdf_cpu, m) {
     m.doc() = "CPU pair-distance histogram kernels of mdakit_fastrdf";
     py::class_<CpuHistogrammer>(m, "CpuHistogrammer")
@@ -336,6 +340,7 @@ PYBIND11_MODULE(_fastrdf_cpu, m) {
     m.def("default_variant", &cpu::default_variant);
     m.def("l2_cache_bytes", &cpu::l2_cache_bytes);
     m.def("max_threads", &max_threads);
+    bind_kspace(m);
     m.attr("threads") = "fork-aware std::thread pool";
     // The constants of the kernels, for the Python engine (mdakit_fastrdf.engine)
     m.attr("MAX_BINS") = kMaxBins;

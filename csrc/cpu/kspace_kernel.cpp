@@ -1,0 +1,229 @@
+// CPU kernel of the direct k-space sum (kspace.hpp): compiled once per instruction set
+// (FASTRDF_ISA), like the histogram kernel, and chosen with it at run time.
+//
+// Work: atoms in blocks of kBlock within one species; for each block a thread builds the
+// per-axis tables e_c(n) = exp(i 2 pi n s_c), n = 0 .. max|n_c| (sin/cos of the angle every
+// kSeed rows, the complex recurrence e(n) = e(n - 1) e(1) between them), then for each of its
+// (n1, n2) groups the product p = e1 e2 and, for m = 0, 1, ... (two at a time), the four real
+// sums over the block (kspace.hpp). The lanes are GCC/Clang vectors of four doubles: AVX2 runs
+// one instruction per operation, the SSE2 baseline two; the sums of every m keep the same
+// order of operations in any variant (four lane accumulators over the block, added as
+// (l0 + l1) + (l2 + l3)), so every variant and every thread count give the same bits.
+// Threads own contiguous ranges of groups (each group's slots are written by one thread) and
+// add the blocks in their fixed order: no reduction across threads.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "fastrdf/cpu.hpp"
+#include "fastrdf/kspace.hpp"
+
+#ifndef FASTRDF_ISA
+#error "FASTRDF_ISA must name the instruction-set variant"
+#endif
+
+namespace fastrdf {
+namespace cpu {
+namespace FASTRDF_ISA {
+
+namespace {
+
+constexpr int kBlock = 32;  // atoms per block: the n3 table of a block, 16 kBlock bytes a row,
+                            // stays in L1 for ~40 rows (|k| <= 3.2 / A in an 80 A box)
+constexpr int kLanes = 4;
+constexpr int kVecs = kBlock / kLanes;
+constexpr int kSeed = 16;  // sin/cos directly every kSeed rows (the recurrence's drift bound)
+constexpr double kTwoPi = 6.283185307179586476925286766559;
+
+typedef double v4d __attribute__((vector_size(32)));
+
+inline double hsum(const v4d& v) { return (v[0] + v[1]) + (v[2] + v[3]); }
+
+// 32-byte aligned storage of n vectors (std::vector<v4d> is not: its allocation functions are
+// shared across the variants' translation units, and a type of vector attribute is no safe
+// template argument)
+struct AlignedVecs {
+    std::vector<double> buf;
+    v4d* ptr = nullptr;
+    explicit AlignedVecs(std::size_t n) : buf(kLanes * n + kLanes, 0.0) {
+        auto a = reinterpret_cast<std::uintptr_t>(buf.data());
+        a = (a + 31) & ~static_cast<std::uintptr_t>(31);
+        ptr = reinterpret_cast<v4d*>(a);
+    }
+};
+
+struct BlockRef {
+    int species;
+    std::size_t begin;
+    int count;
+};
+
+// Tables of one block: rows of kVecs vectors, axis 0 rows first, then axis 1, then axis 2.
+void build_tables(const double* s, const BlockRef& b, const int rows[3], v4d* re, v4d* im) {
+    int row0 = 0;
+    for (int c = 0; c < 3; ++c) {
+        double sc[kBlock], wr[kBlock], wi[kBlock];
+        for (int j = 0; j < kBlock; ++j) sc[j] = j < b.count ? s[3 * (b.begin + j) + c] : 0.0;
+        double* r = reinterpret_cast<double*>(re + static_cast<std::size_t>(row0) * kVecs);
+        double* i = reinterpret_cast<double*>(im + static_cast<std::size_t>(row0) * kVecs);
+        for (int j = 0; j < kBlock; ++j) {
+            r[j] = 1.0;
+            i[j] = 0.0;
+        }
+        if (rows[c] > 1) {
+            for (int j = 0; j < kBlock; ++j) {
+                wr[j] = std::cos(kTwoPi * sc[j]);
+                wi[j] = std::sin(kTwoPi * sc[j]);
+            }
+        }
+        for (int n = 1; n < rows[c]; ++n) {
+            double* rn = r + static_cast<std::size_t>(n) * kBlock;
+            double* in = i + static_cast<std::size_t>(n) * kBlock;
+            if (n == 1) {
+                for (int j = 0; j < kBlock; ++j) {
+                    rn[j] = wr[j];
+                    in[j] = wi[j];
+                }
+            } else if (n % kSeed == 0) {
+                for (int j = 0; j < kBlock; ++j) {
+                    double x = n * sc[j];
+                    x -= std::rint(x);
+                    rn[j] = std::cos(kTwoPi * x);
+                    in[j] = std::sin(kTwoPi * x);
+                }
+            } else {
+                const double* rp = rn - kBlock;
+                const double* ip = in - kBlock;
+                for (int j = 0; j < kBlock; ++j) {
+                    rn[j] = rp[j] * wr[j] - ip[j] * wi[j];
+                    in[j] = rp[j] * wi[j] + ip[j] * wr[j];
+                }
+            }
+        }
+        row0 += rows[c];
+    }
+}
+
+// acc[2 slot] etc.: the slots of +m and -m of one m, from the four sums
+inline void add_pair(double* acc, double rr, double ii, double ri, double ir) {
+    acc[0] += rr - ii;  // +m
+    acc[1] += ri + ir;
+    acc[2] += rr + ii;  // -m
+    acc[3] += ir - ri;
+}
+
+// tre, tim: rows_total x kVecs vectors each (allocated by the caller: nothing here throws)
+void run_thread(const KSpaceProblem& p, const std::vector<BlockRef>& blocks, std::size_t g0,
+                std::size_t g1, AlignedVecs& tre, AlignedVecs& tim) {
+    const kspace::Plan& plan = *p.plan;
+    if (g0 >= g1) return;
+    v4d pr[kVecs], pi[kVecs];
+    const std::int64_t n_slots = static_cast<std::int64_t>(plan.slots.size());
+    const std::int64_t* slots = plan.slots.data();
+    for (const BlockRef& b : blocks) {
+        build_tables(p.s, b, plan.rows, tre.ptr, tim.ptr);
+        double* acc_species = p.acc + 2 * static_cast<std::int64_t>(b.species) * n_slots;
+        for (std::size_t g = g0; g < g1; ++g) {
+            const kspace::Group& G = plan.groups[g];
+            // p = e1(n1) e2(n2), e(-n) = conj(e(n)); atoms past the block's end: p = 0
+            const v4d* r1 = tre.ptr + static_cast<std::size_t>(std::abs(G.n1)) * kVecs;
+            const v4d* i1 = tim.ptr + static_cast<std::size_t>(std::abs(G.n1)) * kVecs;
+            const std::size_t o2 = static_cast<std::size_t>(plan.rows[0] + std::abs(G.n2)) * kVecs;
+            const v4d* r2 = tre.ptr + o2;
+            const v4d* i2 = tim.ptr + o2;
+            const double s1 = G.n1 < 0 ? -1.0 : 1.0, s2 = G.n2 < 0 ? -1.0 : 1.0;
+            for (int q = 0; q < kVecs; ++q) {
+                const v4d a = r1[q], bi = s1 * i1[q], c = r2[q], d = s2 * i2[q];
+                pr[q] = a * c - bi * d;
+                pi[q] = a * d + bi * c;
+            }
+            if (b.count < kBlock) {
+                double* prd = reinterpret_cast<double*>(pr);
+                double* pid = reinterpret_cast<double*>(pi);
+                for (int j = b.count; j < kBlock; ++j) prd[j] = pid[j] = 0.0;
+            }
+            const std::size_t o3 = static_cast<std::size_t>(plan.rows[0] + plan.rows[1]) * kVecs;
+            const std::int64_t* gs = slots + G.slot;
+            double* acc = acc_species + 2 * G.slot;
+            int m = 0;
+            for (; m + 1 < G.m_count; m += 2) {
+                const bool need0 = gs[2 * m] >= 0 || gs[2 * m + 1] >= 0;
+                const bool need1 = gs[2 * m + 2] >= 0 || gs[2 * m + 3] >= 0;
+                if (!need0 && !need1) continue;
+                const v4d* ca = tre.ptr + o3 + static_cast<std::size_t>(m) * kVecs;
+                const v4d* da = tim.ptr + o3 + static_cast<std::size_t>(m) * kVecs;
+                const v4d* cb = ca + kVecs;
+                const v4d* db = da + kVecs;
+                v4d rr0 = {0, 0, 0, 0}, ii0 = rr0, ri0 = rr0, ir0 = rr0;
+                v4d rr1 = rr0, ii1 = rr0, ri1 = rr0, ir1 = rr0;
+                for (int q = 0; q < kVecs; ++q) {
+                    const v4d x = pr[q], y = pi[q];
+                    rr0 += x * ca[q];
+                    ii0 += y * da[q];
+                    ri0 += x * da[q];
+                    ir0 += y * ca[q];
+                    rr1 += x * cb[q];
+                    ii1 += y * db[q];
+                    ri1 += x * db[q];
+                    ir1 += y * cb[q];
+                }
+                add_pair(acc + 4 * m, hsum(rr0), hsum(ii0), hsum(ri0), hsum(ir0));
+                add_pair(acc + 4 * m + 4, hsum(rr1), hsum(ii1), hsum(ri1), hsum(ir1));
+            }
+            if (m < G.m_count && (gs[2 * m] >= 0 || gs[2 * m + 1] >= 0)) {
+                const v4d* ca = tre.ptr + o3 + static_cast<std::size_t>(m) * kVecs;
+                const v4d* da = tim.ptr + o3 + static_cast<std::size_t>(m) * kVecs;
+                v4d rr0 = {0, 0, 0, 0}, ii0 = rr0, ri0 = rr0, ir0 = rr0;
+                for (int q = 0; q < kVecs; ++q) {
+                    const v4d x = pr[q], y = pi[q];
+                    rr0 += x * ca[q];
+                    ii0 += y * da[q];
+                    ri0 += x * da[q];
+                    ir0 += y * ca[q];
+                }
+                add_pair(acc + 4 * m, hsum(rr0), hsum(ii0), hsum(ri0), hsum(ir0));
+            }
+        }
+    }
+}
+
+}  // namespace
+
+void kspace_sums(const KSpaceProblem& p) {
+    const kspace::Plan& plan = *p.plan;
+    std::vector<BlockRef> blocks;
+    for (int a = 0; a < p.n_species; ++a)
+        for (std::int64_t j = p.offsets[a]; j < p.offsets[a + 1]; j += kBlock)
+            blocks.push_back({a, static_cast<std::size_t>(j),
+                              static_cast<int>(std::min<std::int64_t>(kBlock, p.offsets[a + 1] - j))});
+    const std::size_t n_groups = plan.groups.size();
+    // contiguous ranges of groups of about equal work (m_count sums + the product p)
+    const int n_threads = std::max(1, std::min<int>(p.n_threads, static_cast<int>(n_groups)));
+    std::vector<std::size_t> bounds(static_cast<std::size_t>(n_threads) + 1, n_groups);
+    bounds[0] = 0;
+    double total = 0;
+    for (const auto& g : plan.groups) total += g.m_count + 2.0;
+    double run = 0;
+    int t = 1;
+    for (std::size_t g = 0; g < n_groups && t < n_threads; ++g) {
+        run += plan.groups[g].m_count + 2.0;
+        if (run >= total * t / n_threads) bounds[static_cast<std::size_t>(t++)] = g + 1;
+    }
+    for (; t < n_threads; ++t) bounds[static_cast<std::size_t>(t)] = n_groups;
+    const std::size_t table = static_cast<std::size_t>(plan.rows[0] + plan.rows[1] + plan.rows[2]) * kVecs;
+    std::vector<AlignedVecs> tre, tim;
+    for (int k = 0; k < n_threads; ++k) {
+        tre.emplace_back(table);
+        tim.emplace_back(table);
+    }
+    parallel_run(n_threads, [&](int tid) {
+        const auto k = static_cast<std::size_t>(tid);
+        run_thread(p, blocks, bounds[k], bounds[k + 1], tre[k], tim[k]);
+    });
+}
+
+}  // namespace FASTRDF_ISA
+}  // namespace cpu
+}  // namespace fastrdf
