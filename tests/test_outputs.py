@@ -121,8 +121,8 @@ def test_csv_header_names_columns_and_units(interrdf, tmp_path):
     for unit in ("bin centre (Å)", "g(r) (dimensionless)", "standard error"):
         assert unit in lines[1]
     names = lines[2].split(",")
-    assert names[:6] == ["r_angstrom", "r_lo_angstrom", "r_hi_angstrom", "rdf", "count",
-                         "rdf_sem"]
+    assert names[:8] == ["r_angstrom", "r_lo_angstrom", "r_hi_angstrom", "rdf", "count",
+                         "cdf", "coordination", "rdf_sem"]
     assert "count_block_1" in names and "rdf_block_1" in names
     table = np.genfromtxt(path, delimiter=",", names=True, skip_header=2)
     np.testing.assert_array_equal(table["rdf"], interrdf.results.rdf)

@@ -9,12 +9,16 @@ import numpy as np
 from ..engine import MAX_BINS
 
 __all__ = [
-    "EXCLUDE_SAME", "NORMS", "check_atomgroup", "check_exclude_same", "check_keywords",
-    "check_nbins", "check_norm", "check_range",
+    "EXCLUDE_SAME", "NORMALIZATION_MODES", "NORMS", "check_atomgroup", "check_exclude_same",
+    "check_keywords", "check_nbins", "check_norm", "check_normalization_mode", "check_range",
 ]
 
 #: Normalisations of the histograms.
 NORMS = ("rdf", "density", "none")
+
+#: ``normalization_mode`` values (freud's names): ``'exact'`` is MDAnalysis's normalisation,
+#: ``'finite_size'`` rescales g(r) of a group with itself by N / (N - 1).
+NORMALIZATION_MODES = ("exact", "finite_size")
 
 #: ``exclude_same`` names and the AtomGroup attribute whose equal values exclude a pair.
 EXCLUDE_SAME = {"residue": "resindices", "segment": "segindices", "chain": "chainIDs"}
@@ -95,3 +99,20 @@ def check_exclude_same(exclude_same, cls_name="InterRDF"):
             "or 'chain'."
         )
     return exclude_same
+
+
+def check_normalization_mode(mode, norm, cls_name):
+    """``normalization_mode`` (``'exact'`` or ``'finite_size'``); ``'finite_size'`` only
+    rescales ``norm='rdf'``, so it is a ValueError with another `norm`."""
+    if not isinstance(mode, str):
+        raise TypeError(f"normalization_mode must be 'exact' or 'finite_size', got "
+                        f"{type(mode).__name__} {mode!r}")
+    key = mode.strip().lower()
+    if key not in NORMALIZATION_MODES:
+        raise ValueError(f"normalization_mode must be 'exact' or 'finite_size', got {mode!r}")
+    if key == "finite_size" and norm != "rdf":
+        raise ValueError(
+            f"normalization_mode='finite_size' rescales g(r) (norm='rdf'); norm={norm!r} is "
+            f"an absolute density or count with no reference to rescale. Use norm='rdf' or "
+            f"normalization_mode='exact' in {cls_name}.")
+    return key

@@ -7,14 +7,22 @@ same parameters, defaults, results and errors; only the import line changes.
 from __future__ import annotations
 
 import numbers
+from typing import NamedTuple
 
 import numpy as np
 
 from .base import PairHistogramBase, PairLayout
-from .checks import EXCLUDE_SAME, check_atomgroup, check_exclude_same, check_norm
-from .declarations import Curve, OutputSpec, Table, histogram_fields
+from .boxes import BOX_FIELDS, BoxStatistics
+from .checks import (
+    EXCLUDE_SAME,
+    check_atomgroup,
+    check_exclude_same,
+    check_norm,
+    check_normalization_mode,
+)
+from .declarations import Curve, Field, OutputSpec, Table, histogram_fields
 
-__all__ = ["InterRDF"]
+__all__ = ["FirstShell", "InterRDF", "first_shell"]
 
 _DISTANCE_BACKENDS = ("serial", "openmp", "distopia")
 
@@ -32,7 +40,157 @@ def running_coordination(count, n_frames, n_around):
     return np.cumsum(count, axis=-1) / (n_frames * n_around)
 
 
-class InterRDF(PairHistogramBase):
+class FirstShell(NamedTuple):
+    """The first coordination shell found by :func:`first_shell`."""
+
+    #: position of the first minimum of g(r) after the first peak (a bin centre), Å
+    r_min: float
+    #: running coordination number at ``r_min``
+    coordination: float
+    #: position and height of the first peak (bin centre, Å; g)
+    r_peak: float
+    g_peak: float
+    #: g(r) at the minimum
+    g_min: float
+    #: bin of the minimum
+    index: int
+
+
+def _smoothed(values, smooth):
+    """Centred moving average over ``2 * smooth + 1`` bins (fewer at the ends)."""
+    if smooth == 0:
+        return values
+    kernel = np.ones(2 * smooth + 1)
+    return (np.convolve(values, kernel, mode="same")
+            / np.convolve(np.ones_like(values), kernel, mode="same"))
+
+
+def first_shell(bins, rdf, coordination, *, prominence: float = 0.05, smooth: int = 0,
+                search=None) -> FirstShell:
+    r"""The first minimum of g(r) and the coordination number of the first shell.
+
+    The rule, on g(r) optionally smoothed by a centred moving average over
+    ``2 * smooth + 1`` bins and restricted to the bins whose centres lie in `search`:
+
+    1. the *first peak* is the highest point from the first bin where :math:`g > 1` up to
+       where g has fallen `prominence` below it;
+    2. the *first minimum* :math:`r_\mathrm{min}` is the lowest point after the peak up to
+       where g has risen `prominence` above it again.
+
+    Fluctuations smaller than `prominence` therefore neither end the peak nor the
+    minimum. The coordination number is the running coordination number at
+    :math:`r_\mathrm{min}`,
+
+    .. math::
+
+        n_\mathrm{coord} = n(r_\mathrm{min}) = \tfrac12\,\bigl(n(r_m^-) + n(r_m^+)\bigr),
+
+    the linear interpolation, at the centre :math:`r_\mathrm{min}` of bin :math:`m`, of
+    the running coordination number :math:`n(r)` known at the bin edges
+    :math:`r_m^\pm` (``coordination[m]`` is :math:`n(r_m^+)`, 0 below the first bin).
+
+    Parameters
+    ----------
+    bins : array_like
+        Bin centres in Å, equally spaced (``results.bins``).
+    rdf : array_like
+        g(r) at `bins` (``results.rdf`` of ``norm='rdf'``).
+    coordination : array_like
+        Running coordination number at the upper bin edges (``results.coordination``).
+    prominence : float, optional
+        How far (in units of g) g must fall after the peak and rise after the minimum.
+        Default 0.05.
+    smooth : int, optional
+        Half-width of the moving average in bins; 0 (default): no smoothing.
+    search : tuple of float, optional
+        ``(r_lo, r_hi)`` in Å: only bins with centres in this window are searched.
+
+    Returns
+    -------
+    FirstShell
+        ``r_min``, ``coordination``, ``r_peak``, ``g_peak``, ``g_min`` (g values of
+        the unsmoothed `rdf`) and ``index`` (the bin of the minimum).
+
+    Raises
+    ------
+    ValueError
+        For arrays of different lengths, unequal bins, or when no peak above 1 or no
+        minimum is found (the message says which, and what to change).
+
+    Examples
+    --------
+    >>> import MDAnalysis as mda
+    >>> from MDAnalysisTests.datafiles import TPR, XTC
+    >>> from mdakit_fastrdf import InterRDF, first_shell
+    >>> u = mda.Universe(TPR, XTC)
+    >>> ow = u.select_atoms("name OW")
+    >>> rdf = InterRDF(ow, ow, nbins=75, range=(0.0, 15.0), exclusion_block=(1, 1)).run()
+    >>> shell = first_shell(rdf.results.bins, rdf.results.rdf, rdf.results.coordination)
+    >>> 3.0 < shell.r_min < 4.0, 4.0 < shell.coordination < 5.0
+    (True, True)
+    """
+    bins = np.asarray(bins, dtype=np.float64)
+    g = np.asarray(rdf, dtype=np.float64)
+    n = np.asarray(coordination, dtype=np.float64)
+    if bins.ndim != 1 or g.shape != bins.shape or n.shape != bins.shape:
+        raise ValueError(
+            f"bins, rdf and coordination must be 1-D arrays of one value per bin; got shapes "
+            f"{bins.shape}, {g.shape} and {n.shape} (for a SpeciesRDF pass one partial, "
+            "e.g. results.rdf[k] and results.coordination[k])")
+    if len(bins) < 3:
+        raise ValueError(f"first_shell needs at least 3 bins, got {len(bins)}")
+    width = np.diff(bins)
+    if not np.all(np.isfinite(bins)) or not np.all(width > 0) or not np.allclose(
+            width, width[0], rtol=1e-9, atol=0):
+        raise ValueError("bins must be finite, increasing and equally spaced (results.bins)")
+    if not np.all(np.isfinite(g)):
+        raise ValueError("rdf holds NaN or infinite values")
+    if isinstance(smooth, bool) or not isinstance(smooth, numbers.Integral) or smooth < 0:
+        raise ValueError(f"smooth must be a non-negative integer (bins), got {smooth!r}")
+    prominence = float(prominence)
+    if not np.isfinite(prominence) or prominence <= 0:
+        raise ValueError(f"prominence must be a positive number, got {prominence!r}")
+    gs = _smoothed(g, int(smooth))
+    lo, hi = (-np.inf, np.inf) if search is None else (float(v) for v in search)
+    if not lo < hi:
+        raise ValueError(f"search must be (r_lo, r_hi) with r_lo < r_hi, got {search!r}")
+    inside = np.flatnonzero((bins >= lo) & (bins <= hi))
+    if inside.size == 0:
+        raise ValueError(f"search={search!r} holds no bin centre ({bins[0]:g} to "
+                         f"{bins[-1]:g} Å)")
+    first, last = int(inside[0]), int(inside[-1])
+    above = np.flatnonzero(gs[first:last + 1] > 1.0)
+    if above.size == 0:
+        raise ValueError(
+            "no first peak: g(r) never exceeds 1 in the bins searched; first_shell needs "
+            "g(r) of norm='rdf' with a first coordination shell in its range")
+    peak = k = first + int(above[0])
+    while k < last and not gs[k] <= gs[peak] - prominence:
+        k += 1
+        if gs[k] > gs[peak]:
+            peak = k
+    if not gs[k] <= gs[peak] - prominence:
+        raise ValueError(
+            f"no first peak: g(r) does not fall by prominence={prominence:g} after its "
+            f"maximum at {bins[peak]:g} Å within the bins searched; extend range (rmax) or "
+            "search, or lower prominence")
+    low = k
+    while k < last and not gs[k] >= gs[low] + prominence:
+        k += 1
+        if gs[k] < gs[low]:
+            low = k
+    if not gs[k] >= gs[low] + prominence:
+        raise ValueError(
+            f"no first minimum: after the first peak at {bins[peak]:g} Å, g(r) does not "
+            f"rise again by prominence={prominence:g} within the bins searched (up to "
+            f"{bins[last]:g} Å); extend range (rmax) or search, or lower prominence")
+    below = n[low - 1] if low > 0 else 0.0
+    return FirstShell(r_min=float(bins[low]), coordination=float(0.5 * (below + n[low])),
+                      r_peak=float(bins[peak]), g_peak=float(g[peak]), g_min=float(g[low]),
+                      index=int(low))
+
+
+class InterRDF(BoxStatistics, PairHistogramBase):
     r"""Radial distribution function between two groups of atoms.
 
     A drop-in replacement for :class:`MDAnalysis.analysis.rdf.InterRDF`: it histograms the
@@ -91,6 +249,13 @@ class InterRDF(PairHistogramBase):
         below the box size. Both give the same counts (the distances are computed by the
         same arithmetic). ``'auto'`` (default) estimates the work of both for each frame and
         takes the cheaper one. Cell lists run on the CPU.
+    normalization_mode : {'exact', 'finite_size'}, optional
+        Keyword only. ``'exact'`` (default): MDAnalysis's normalisation. ``'finite_size'``
+        (freud's name and factor): g(r) of a group with itself is rescaled by
+        :math:`N/(N-1)`, i.e. normalised by the :math:`N(N-1)` pairs of distinct atoms, so
+        that it tends to 1 at large :math:`r` in a small system (see Notes). Needs
+        ``norm='rdf'``, `g1` and `g2` holding the same atoms, and no `exclusion_block`
+        (whose :math:`N_\mathrm{pairs}` already leaves the excluded pairs out).
     verbose : bool, optional
         Show detailed progress of the calculation if set to ``True``.
 
@@ -108,6 +273,22 @@ class InterRDF(PairHistogramBase):
         The normalised histogram.
     results.volume_cum : float
         Sum of the box volumes of all frames (only with ``norm='rdf'``).
+    results.cdf : numpy.ndarray
+        Cumulative count per frame, :math:`\sum_{k' \le k} n_{k'} / N_\mathrm{frames}`:
+        the pairs within the upper edge of bin :math:`k` (as ``InterRDF_s.get_cdf``).
+    results.coordination : numpy.ndarray
+        Running coordination number, the mean number of `g2` atoms within the upper edge
+        of bin :math:`k` of a `g1` atom: ``cdf / len(g1)`` (freud's ``n_r``).
+    results.n_pairs : float
+        :math:`N_\mathrm{pairs}` of ``norm='rdf'`` (below), whatever `norm`.
+    results.rho : numpy.ndarray
+        ``(2,)``: the frame-averaged number densities of `g1` and `g2` in Å⁻³,
+        :math:`\rho_X = N_X / \langle V \rangle` (every `norm`; absent when a frame has no
+        box). They convert between the normalisations (see Notes).
+    results.box_volume_cum : float
+        Sum of the box volumes of all frames, whatever `norm` (NaN when a frame has no box).
+    results.min_box_widths : numpy.ndarray
+        ``(3,)``: the smallest perpendicular width of each box axis over the frames (Å).
 
     Notes
     -----
@@ -125,6 +306,26 @@ class InterRDF(PairHistogramBase):
     where :math:`\langle V \rangle` is the frame-averaged box volume and
     :math:`N_\mathrm{pairs} = N_A N_B - a\,b\,N_A/a` with an ``exclusion_block`` ``(a, b)``
     (``exclude_same`` does not change :math:`N_\mathrm{pairs}`, as in MDAnalysis).
+    ``normalization_mode='finite_size'`` uses :math:`N_\mathrm{pairs} = N(N - 1)` for a group
+    of :math:`N` atoms with itself: g(r) times :math:`N/(N-1)`, freud's
+    ``normalization_mode='finite_size'``. Without it, an ideal gas of :math:`N` atoms
+    gives :math:`g \to (N-1)/N` at large :math:`r`, because an atom does not see itself.
+
+    The densities :math:`\rho_1 = N_A/\langle V \rangle` and :math:`\rho_2 = N_B/\langle V
+    \rangle` use the same :math:`\langle V \rangle` (the mean of the frames' volumes, not the
+    mean of :math:`N/V`), so that the normalisations convert exactly:
+    :math:`g_\mathrm{density} = g_\mathrm{rdf}\, N_\mathrm{pairs} / \langle V \rangle`,
+    which is :math:`N_A\, \rho_2\, g_\mathrm{rdf}` without exclusions. The running
+    coordination number is
+    :math:`n(r_{k+1}) = \sum_{k' \le k} n_{k'} / (N_\mathrm{frames} N_A)`
+    :math:`= \rho_2 \int_0^{r_{k+1}} g_\mathrm{rdf}(r)\, 4\pi r^2 dr` (exact norm, no
+    exclusions); :func:`first_shell` finds the first minimum of g(r) and
+    :math:`n(r_\mathrm{min})`.
+
+    Beyond half the smallest perpendicular width of the box the RDF is incomplete (a
+    sphere of that radius reaches its own periodic images, and each pair is counted only
+    at its minimum-image distance): :meth:`run` then warns once (UserWarning), naming the
+    width.
 
     When `g1` and `g2` are the same group every ordered pair is counted, ``(i, j)`` and
     ``(j, i)``, and each atom with itself at distance 0 (in the first bin when ``rmin`` is 0)
@@ -145,6 +346,8 @@ class InterRDF(PairHistogramBase):
     >>> rdf = InterRDF(ow, ow, nbins=75, range=(0.0, 15.0), exclusion_block=(1, 1)).run()
     >>> rdf.results.bins.shape, rdf.results.rdf.shape
     ((75,), (75,))
+    >>> rho_o = rdf.results.rho[0]  # water oxygens per Å³
+    >>> shell = rdf.first_shell()  # first minimum and coordination number
 
     Frames can be split over processes with MDAnalysis's parallel backends; every backend
     gives the same integer counts::
@@ -154,9 +357,15 @@ class InterRDF(PairHistogramBase):
 
     coordinates = "mdanalysis"
     outputs = OutputSpec(
-        fields=histogram_fields(),
-        tables=(Table(fields=("rdf", "count_uint64")),),
+        fields=histogram_fields() + (
+            Field("cdf", "pairs per frame", "cumulative pairs per frame", blocks=True),
+            Field("coordination", "atoms", "running coordination number of g2 around g1",
+                  blocks=True),
+            Field("n_pairs", "pairs", "N_pairs of norm='rdf'"),
+        ) + BOX_FIELDS,
+        tables=(Table(fields=("rdf", "count_uint64", "cdf", "coordination")),),
     )
+    _result_arrays = 4
 
     def __init__(
         self,
@@ -173,6 +382,7 @@ class InterRDF(PairHistogramBase):
         precision="double",
         n_threads=None,
         method="auto",
+        normalization_mode="exact",
         **kwargs,
     ):
         check_atomgroup(g1, "g1")
@@ -202,6 +412,30 @@ class InterRDF(PairHistogramBase):
                 f"run(backend='multiprocessing' or 'dask')."
             )
         self.backend = backend
+        self.normalization_mode = check_normalization_mode(normalization_mode, self.norm,
+                                                           "InterRDF")
+        if self.normalization_mode == "finite_size":
+            self._check_finite_size()
+
+    def _check_finite_size(self):
+        same = (len(self.g1) == len(self.g2)
+                and np.array_equal(np.sort(self.g1.ix), np.sort(self.g2.ix))
+                and len(np.unique(self.g1.ix)) == len(self.g1))
+        if not same:
+            raise ValueError(
+                "normalization_mode='finite_size' rescales the RDF of a group with itself "
+                "(freud's factor N / (N - 1)); g1 and g2 hold different atoms, whose 'exact' "
+                "normalisation already tends to 1. Use normalization_mode='exact', or pass "
+                "the same group as g1 and g2.")
+        if len(self.g1) < 2:
+            raise ValueError("normalization_mode='finite_size' needs at least 2 atoms "
+                             "(N / (N - 1) with N = 1)")
+        if self._exclusion_block is not None:
+            raise ValueError(
+                f"normalization_mode='finite_size' cannot be combined with exclusion_block="
+                f"{tuple(self._exclusion_block)!r}: N_pairs of norm='rdf' already leaves the "
+                "excluded pairs (each atom with itself among them) out, so g(r) tends to 1; "
+                "use normalization_mode='exact'")
 
     def _check_exclusion_block(self, block):
         try:
@@ -257,11 +491,47 @@ class InterRDF(PairHistogramBase):
             xA, xB = self._exclusion_block
             nblocks = nA / xA
             N -= xA * xB * nblocks
+        if getattr(self, "normalization_mode", "exact") == "finite_size":
+            N = nA * (nB - 1)  # N (N - 1): the ordered pairs of distinct atoms
         return N
 
     def _normalise(self, res):
         res.count = res.count_uint64.astype(np.float64)
-        res.rdf = self._normalised(res.count, self._n_pairs())
+        res.n_pairs = self._n_pairs()
+        res.rdf = self._normalised(res.count, res.n_pairs)
+        res.cdf = np.cumsum(res.count) / self.n_frames
+        res.coordination = res.cdf / len(self.g1)
+        self._set_densities(res)
+
+    def _density_sizes(self):
+        return [len(self.g1), len(self.g2)]
+
+    def get_cdf(self):
+        r"""The cumulative count per frame, :math:`\sum_{k' \le k} n_{k'} /
+        N_\mathrm{frames}` (``results.cdf``, set by :meth:`run`; as
+        :meth:`mdakit_fastrdf.InterRDF_s.get_cdf`). Divided by ``len(g1)`` it is the running
+        coordination number ``results.coordination``.
+
+        Returns
+        -------
+        numpy.ndarray
+        """
+        if "cdf" not in self.results:
+            raise RuntimeError("call run() before get_cdf()")
+        return self.results.cdf
+
+    def first_shell(self, **options) -> FirstShell:
+        """The first minimum of g(r) and the coordination number of the first shell of
+        this run: :func:`first_shell` of ``results.bins``, ``results.rdf`` and
+        ``results.coordination`` (`options`: its keyword arguments). Needs ``norm='rdf'``.
+        """
+        if "rdf" not in self.results:
+            raise RuntimeError("call run() before first_shell()")
+        if self.norm != "rdf":
+            raise ValueError(f"first_shell() looks for the minimum of g(r): it needs "
+                             f"norm='rdf', this run has norm={self.norm!r}")
+        res = self.results
+        return first_shell(res.bins, res.rdf, res.coordination, **options)
 
     def _output_parameters(self):
         block = self._exclusion_block
@@ -270,6 +540,7 @@ class InterRDF(PairHistogramBase):
             "exclude_same": {v: k for k, v in EXCLUDE_SAME.items()}.get(self.exclude_same),
             "n_atoms1": len(self.g1),
             "n_atoms2": len(self.g2),
+            "normalization_mode": self.normalization_mode,
         }
 
     @classmethod

@@ -7,7 +7,8 @@ import warnings
 import numpy as np
 
 from .base import PairHistogramBase, PairLayout, available_memory_bytes, block_sem
-from .checks import check_atomgroup, check_norm
+from .boxes import BOX_FIELDS, BoxStatistics
+from .checks import check_atomgroup, check_norm, check_normalization_mode
 from .coords import prepare_coordinates
 from .declarations import Curve, Field, OutputSpec, Table, histogram_fields
 
@@ -17,7 +18,7 @@ __all__ = ["InterRDF_s"]
 MAX_SITE_LINES = 20
 
 
-class InterRDF_s(PairHistogramBase):
+class InterRDF_s(BoxStatistics, PairHistogramBase):
     r"""Site-specific radial distribution functions.
 
     A drop-in replacement for :class:`MDAnalysis.analysis.rdf.InterRDF_s`: for every pair of
@@ -56,6 +57,10 @@ class InterRDF_s(PairHistogramBase):
     n_threads : int, optional
         Keyword only. CPU threads per process (default: all cores, shared among the workers
         of a parallel run).
+    normalization_mode : {'exact'}, optional
+        Keyword only. Only ``'exact'``: a site pair is one atom with one other atom, whose
+        RDF has no finite-size factor (``'finite_size'``, see :class:`InterRDF`, is a
+        ValueError).
     verbose : bool, optional
         Show detailed progress of the calculation if set to ``True``.
 
@@ -74,6 +79,11 @@ class InterRDF_s(PairHistogramBase):
         ``[ag1.indices, ag2.indices]`` per pair of groups.
     results.volume_cum : float
         Sum of the box volumes (only with ``norm='rdf'``).
+    results.rho : numpy.ndarray
+        ``(len(ags), 2)``: the frame-averaged number densities :math:`N/\langle V\rangle`
+        (Å⁻³) of the two groups of each pair, every `norm` (absent when a frame has no
+        box); ``results.box_volume_cum`` and ``results.min_box_widths`` as in
+        :class:`InterRDF`.
 
     Raises
     ------
@@ -158,6 +168,7 @@ class InterRDF_s(PairHistogramBase):
             Field("count", "frames", "frames with the pair in the bin", integer=True),
             *(f for f in histogram_fields() if f.name not in ("count", "count_uint64")),
             Field("cdf", "pairs per frame", "cumulative count per frame"),
+            *BOX_FIELDS,
         ),
         tables=(Table(fields=("rdf", "count", "cdf"), labels=lambda res: _site_labels(res)),),
     )
@@ -176,6 +187,7 @@ class InterRDF_s(PairHistogramBase):
         device="auto",
         precision="double",
         n_threads=None,
+        normalization_mode="exact",
         **kwargs,
     ):
         check_norm(norm)  # MDAnalysis checks norm first
@@ -204,6 +216,13 @@ class InterRDF_s(PairHistogramBase):
             )
             self.norm = "density"
         self.backend = backend
+        if check_normalization_mode(normalization_mode, self.norm, "InterRDF_s") != "exact":
+            raise ValueError(
+                "normalization_mode='finite_size' does not apply to InterRDF_s: each site "
+                "pair is one atom with one other atom, normalised by N_pairs = 1, so there is "
+                "no N / (N - 1) to rescale by; use normalization_mode='exact' (or InterRDF "
+                "of a group with itself)")
+        self.normalization_mode = "exact"
 
     @staticmethod
     def _check_ags(ags):
@@ -403,6 +422,10 @@ class InterRDF_s(PairHistogramBase):
     def _normalise(self, res):
         res.indices = [[ag1.indices, ag2.indices] for ag1, ag2 in self.ags]
         res.rdf = [self._normalised(count) for count in res.count]
+        self._set_densities(res)
+
+    def _density_sizes(self):
+        return [[len(a), len(b)] for a, b in self.ags]
 
     def _output_parameters(self):
         return {"group_sizes": [[len(a), len(b)] for a, b in self.ags], "method": "sites"}

@@ -15,7 +15,13 @@ import numpy as np
 from MDAnalysis.analysis.results import Results
 
 from .base import PairHistogramBase, PairLayout, block_sem
-from .checks import EXCLUDE_SAME, check_atomgroup, check_exclude_same
+from .boxes import BOX_FIELDS, BoxStatistics
+from .checks import (
+    EXCLUDE_SAME,
+    check_atomgroup,
+    check_exclude_same,
+    check_normalization_mode,
+)
 from .declarations import BY_NORM, Curve, Field, OutputSpec, Table, histogram_fields
 
 __all__ = ["SpeciesRDF"]
@@ -80,7 +86,7 @@ def _group_species(atomgroup, by):
             for k, u in enumerate(uniq)]
 
 
-class SpeciesRDF(PairHistogramBase):
+class SpeciesRDF(BoxStatistics, PairHistogramBase):
     r"""Every partial radial distribution function of a system, in one pass per frame.
 
     The atoms of `atomgroup` are split into species (by element, type, name, residue name,
@@ -134,6 +140,14 @@ class SpeciesRDF(PairHistogramBase):
         Keyword only. How the pairs within ``rmax`` are found (see :class:`InterRDF`): every
         pair, or cell lists (O(N) when ``rmax`` is well below the box); the same counts.
         ``'auto'`` (default) takes the cheaper per frame.
+    normalization_mode : {'exact', 'finite_size'}, optional
+        Keyword only. ``'finite_size'`` (freud's): each intra-species partial
+        :math:`(a, a)` is normalised by the :math:`N_a(N_a - 1)` pairs of distinct atoms
+        (g times :math:`N_a/(N_a - 1)`), and so is the total (:math:`N(N-1)`); the
+        inter-species partials, of disjoint groups, are unchanged. Needs ``norm='rdf'``,
+        disjoint species and ``exclude_self=False`` (which already normalises by
+        :math:`N_a^2 - N_a`). A species of one atom then has a partial :math:`(a, a)` of
+        NaN (no pair of distinct atoms).
     verbose : bool, optional
         Show detailed progress of the calculation if set to ``True``.
 
@@ -169,6 +183,10 @@ class SpeciesRDF(PairHistogramBase):
         not overlap), equal to ``InterRDF(atomgroup, atomgroup)`` (see Notes).
     results.volume_cum : float
         Sum of the box volumes (only with ``norm='rdf'``).
+    results.rho : numpy.ndarray
+        ``(n_species,)`` frame-averaged number densities :math:`\rho_a = N_a / \langle V
+        \rangle` (Å⁻³), every `norm` (absent when a frame has no box);
+        ``results.box_volume_cum`` and ``results.min_box_widths`` as in :class:`InterRDF`.
 
     Notes
     -----
@@ -246,7 +264,7 @@ class SpeciesRDF(PairHistogramBase):
             Field("total_count_uint64", "pairs summed over frames",
                   "all-atom histogram (exact)", integer=True),
             Field("total_rdf", BY_NORM, "all-atom {quantity}", blocks=True),
-        ),
+        ) + BOX_FIELDS,
         tables=(
             Table(fields=("rdf", "count_uint64", "cdf", "coordination"),
                   labels=lambda res: _pair_labels(res)),
@@ -273,6 +291,7 @@ class SpeciesRDF(PairHistogramBase):
         precision="double",
         n_threads=None,
         method="auto",
+        normalization_mode="exact",
         **kwargs,
     ):
         check_atomgroup(atomgroup, "atomgroup")
@@ -312,6 +331,19 @@ class SpeciesRDF(PairHistogramBase):
         self._offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self._ix = np.concatenate([g.ix for g in self.groups])
         self._disjoint = len(np.unique(self._ix)) == len(self._ix)
+        self.normalization_mode = check_normalization_mode(normalization_mode, self.norm,
+                                                           type(self).__name__)
+        if self.normalization_mode == "finite_size":
+            if not self._disjoint:
+                raise ValueError(
+                    "normalization_mode='finite_size' needs disjoint species (its N_a / "
+                    "(N_a - 1) is the factor of a group with itself); these species share "
+                    "atoms. Use normalization_mode='exact' or species that do not overlap.")
+            if self.exclude_self:
+                raise ValueError(
+                    "normalization_mode='finite_size' cannot be combined with "
+                    "exclude_self=True: N_pairs already leaves the self pairs out "
+                    "(N_a^2 - N_a), so g(r) tends to 1; use normalization_mode='exact'")
 
     # -- the base class's hooks ---------------------------------------------------------
     def _layout(self):
@@ -337,6 +369,8 @@ class SpeciesRDF(PairHistogramBase):
         if self.exclude_self:
             sets = [set(g.ix.tolist()) for g in self.groups]
             n = n - np.array([len(sets[i] & sets[j]) for i, j in self._pairs], dtype=np.int64)
+        if getattr(self, "normalization_mode", "exact") == "finite_size":
+            n = n - np.where(a == b, sizes[a], 0)  # N_a (N_a - 1) for a with itself
         return n.astype(np.int64)
 
     def _normalise(self, res):
@@ -346,7 +380,12 @@ class SpeciesRDF(PairHistogramBase):
         res.pair_labels = [(self.species[a], self.species[b]) for a, b in self._pairs]
         res.count = res.count_uint64.astype(np.float64)
         res.n_pairs = self._pair_counts()
-        res.rdf = self._normalised(res.count, res.n_pairs)
+        if np.all(res.n_pairs > 0):
+            res.rdf = self._normalised(res.count, res.n_pairs)
+        else:  # finite_size: a species of one atom has no pair of distinct atoms
+            with np.errstate(divide="ignore", invalid="ignore"):
+                res.rdf = self._normalised(res.count, res.n_pairs)
+            res.rdf[res.n_pairs == 0] = np.nan
         res.cdf = np.cumsum(res.count, axis=1) / self.n_frames
         res.coordination = res.cdf / res.n_atoms[self._pairs[:, 0]][:, None]
         if self._disjoint:
@@ -356,11 +395,16 @@ class SpeciesRDF(PairHistogramBase):
             res.total_count = total.astype(np.float64)
             res.total_n_pairs = int((res.n_pairs * mult.astype(np.int64)).sum())
             res.total_rdf = self._normalised(res.total_count, res.total_n_pairs)
+        self._set_densities(res)
+
+    def _density_sizes(self):
+        return np.diff(self._offsets)
 
     def _output_parameters(self):
         from ..outputs.io import jsonable
 
         return {"exclude_same": self.exclude_same, "exclude_self": self.exclude_self,
+                "normalization_mode": self.normalization_mode,
                 "species": jsonable(self.species), "n_atoms": [len(g) for g in self.groups]}
 
     @classmethod
