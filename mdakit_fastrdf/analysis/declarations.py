@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-__all__ = ["Curve", "Field", "OutputSpec", "PlotAxes", "Table", "analysis_class",
-           "histogram_fields", "register"]
+__all__ = ["Command", "Curve", "Field", "Option", "OutputSpec", "PlotAxes", "Table",
+           "analysis_class", "analysis_classes", "histogram_fields", "register"]
 
 #: Units of the normalised histograms for each ``norm``.
 NORM_UNITS = {"rdf": "1", "density": "Å^-3", "none": "pairs per frame"}
@@ -178,6 +178,51 @@ class PlotAxes:
     reference: float | None = None
 
 
+@dataclass(frozen=True)
+class Option:
+    """One option of an analysis' command: ``flags`` as :mod:`argparse` takes them
+    (``("--q-max",)``), the constructor keyword it sets (``dest``) and the remaining
+    :meth:`argparse.ArgumentParser.add_argument` keywords (``type``, ``default``, ``help``,
+    ``choices``, ``nargs``, ``metavar``, ``action``). An option left at None is not passed,
+    so the class's own default applies."""
+
+    flags: tuple
+    dest: str
+    kwargs: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Command:
+    """The command-line subcommand of an analysis (``mdakit-fastrdf NAME ...``).
+
+    The analysis is built as ``cls(atomgroup, **options)`` from the atoms of ``--select``
+    and runs with the common options (frames, device, precision, backend, blocks, output,
+    plot); :mod:`mdakit_fastrdf.outputs.commands` does the rest from this declaration.
+
+    Parameters
+    ----------
+    name : str
+        The subcommand.
+    help : str
+        One line for ``--help``.
+    select : str
+        Default selection.
+    demo : tuple of str
+        MDAnalysisTests data file names (``("TPR", "XTC")``) used without a topology.
+    options : tuple of Option
+        The analysis' own options.
+    summary : callable, optional
+        ``summary(analysis) -> list of (label, text)``: lines printed after the run.
+    """
+
+    name: str
+    help: str
+    select: str = "all"
+    demo: tuple = ("TPR", "XTC")
+    options: tuple = ()
+    summary: Callable | None = None
+
+
 _REGISTRY: dict = {}
 
 
@@ -198,3 +243,11 @@ def analysis_class(name):
             f"unknown analysis {name!r}; this version of mdakit_fastrdf knows "
             f"{sorted(_REGISTRY)}"
         ) from None
+
+
+def analysis_classes() -> dict:
+    """Every registered analysis class by name (the package's analyses imported first)."""
+    from .. import analysis  # noqa: F401
+
+    return dict(_REGISTRY)
+

@@ -569,7 +569,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         message, without traceback). Invalid arguments exit with status 2 through
         :class:`SystemExit`, as usual for :mod:`argparse`.
     """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    from .commands import commands, main_command
+
+    subcommands = commands()
+    if argv and argv[0] in subcommands and not Path(argv[0]).exists():
+        return main_command(argv[0], argv[1:])
     parser = build_parser()
+    if subcommands:
+        parser.epilog = "Other analyses, each with its own --help: " + "; ".join(
+            f"{PROG} {name} ({cls.command.help})" for name, cls in subcommands.items())
     args = parser.parse_args(argv)
     if args.info:
         from mdakit_fastrdf import build_info

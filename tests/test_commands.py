@@ -1,0 +1,105 @@
+"""Subcommands of mdakit-fastrdf built from an analysis' Command declaration
+(mdakit_fastrdf/outputs/commands.py): a class defined here, outside the package, gets a
+working subcommand; its results equal running the class directly, which equals
+MDAnalysis's InterRDF counts."""
+
+import numpy as np
+import pytest
+from conftest import load_universe
+
+from mdakit_fastrdf.analysis.base import PairHistogramBase, PairLayout
+from mdakit_fastrdf.analysis.declarations import (
+    Command,
+    Field,
+    Option,
+    OutputSpec,
+    Table,
+)
+from mdakit_fastrdf.outputs.cli import main
+
+
+def _summary(analysis):
+    return [("Neighbours", f"{analysis.results.n[-1]:.4f} within r_max")]
+
+
+class NeighbourCount(PairHistogramBase):
+    """Running count of other atoms of the group around an atom (a test analysis)."""
+
+    coordinates = "wrapped"
+    outputs = OutputSpec(
+        fields=(Field("bins", "Å", "bin centre"), Field("edges", "Å", "bin edges"),
+                Field("count_uint64", "pairs", "pairs in the bin", integer=True),
+                Field("n", "atoms", "atoms within r of an atom", blocks=True)),
+        tables=(Table(fields=("n", "count_uint64")),),
+    )
+    command = Command(
+        name="test-neighbours", help="running neighbour count (test)", select="name OW",
+        options=(Option(("--nbins",), "nbins", {"type": int, "help": "bins"}),
+                 Option(("--rmax",), "rmax", {"type": float, "help": "largest r"})),
+        summary=_summary,
+    )
+
+    def __init__(self, atomgroup, nbins=30, rmax=6.0, *, device="auto", precision="double",
+                 **kwargs):
+        self._init_histograms(atomgroup.universe, nbins, (0.0, rmax), "none", device=device,
+                              precision=precision, kwargs=kwargs)
+        self.atomgroup = atomgroup
+
+    def _layout(self):
+        return PairLayout.of_groups([self.atomgroup], [(0, 0)])
+
+    def _normalise(self, res):
+        counts = res.count_uint64[0].astype(np.float64)
+        counts[0] -= self.n_frames * len(self.atomgroup)  # the self pairs at r = 0
+        res.n = np.cumsum(counts) / (self.n_frames * len(self.atomgroup))
+
+
+class Child(NeighbourCount):
+    """Inherits the parent's command declaration but declares none of its own."""
+
+
+def test_subcommand_runs_and_matches_the_class_and_mdanalysis(tmp_path, capsys):
+    from MDAnalysis.analysis.rdf import InterRDF as MDAInterRDF
+
+    from mdakit_fastrdf import load
+
+    out = tmp_path / "n.npz"
+    rc = main(["test-neighbours", "--stop", "3", "--nbins", "20", "--rmax", "5",
+               "--no-progress", "-o", str(out)])
+    printed = capsys.readouterr().out
+    assert rc == 0
+    assert "Neighbours" in printed and "demo data" in printed
+    data = load(out)
+
+    u = load_universe("TPR", "XTC")
+    ow = u.select_atoms("name OW")
+    direct = NeighbourCount(ow, nbins=20, rmax=5.0).run(stop=3)
+    np.testing.assert_array_equal(data.results.n, direct.results.n)
+
+    ref = MDAInterRDF(ow, ow, nbins=20, range=(0.0, 5.0), exclusion_block=(1, 1)).run(stop=3)
+    np.testing.assert_allclose(direct.results.n, np.cumsum(ref.results.count) / (3 * len(ow)),
+                               rtol=0, atol=1e-12)
+
+
+def test_subcommands_are_listed_once_per_declaring_class(capsys):
+    from mdakit_fastrdf.outputs.commands import commands
+
+    found = commands()
+    assert found["test-neighbours"] is NeighbourCount  # not Child: declarations not inherited
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "test-neighbours" in capsys.readouterr().out
+
+
+def test_subcommand_bad_input_is_a_message(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["test-neighbours", "--nbins", "x"])
+    assert exc.value.code == 2
+    assert "invalid int value" in capsys.readouterr().err
+    rc = main(["test-neighbours", "--stop", "1", "--nbins", "-3", "--no-progress",
+               "-o", str(tmp_path / "x.csv")])
+    err = capsys.readouterr().err
+    assert rc == 1 and err.startswith("mdakit-fastrdf test-neighbours: error:") and "nbins" in err
+    with pytest.raises(SystemExit):
+        main(["test-neighbours", "--select", "name OW", "-o", str(tmp_path / "x.txt")])
+    assert "--output must end in" in capsys.readouterr().err
