@@ -13,7 +13,7 @@ The package is layered (see the design page of the docs):
 """
 
 from ._version import __version__
-from .analysis import InterRDF, InterRDF_s, KirkwoodBuff, SpeciesRDF
+from .analysis import InterRDF, InterRDF_s, KirkwoodBuff, SpeciesRDF, StructureFactor
 from .backends import DaskDistributedBackend, NodeBackend
 from .engine import build_info, cuda_devices
 from .outputs.io import RDFData, load, save
@@ -24,6 +24,7 @@ __all__ = [
     "InterRDF_s",
     "SpeciesRDF",
     "KirkwoodBuff",
+    "StructureFactor",
     "NodeBackend",
     "DaskDistributedBackend",
     "RDFData",

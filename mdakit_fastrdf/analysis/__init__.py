@@ -4,5 +4,6 @@ from .rdf import InterRDF
 from .rdf_s import InterRDF_s
 from .species import SpeciesRDF
 from .kirkwood_buff import KirkwoodBuff
+from .structure_factor import StructureFactor
 
-__all__ = ["InterRDF", "InterRDF_s", "KirkwoodBuff", "SpeciesRDF"]
+__all__ = ["InterRDF", "InterRDF_s", "KirkwoodBuff", "SpeciesRDF", "StructureFactor"]
