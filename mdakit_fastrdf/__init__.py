@@ -13,7 +13,8 @@ The package is layered (see the design page of the docs):
 """
 
 from ._version import __version__
-from .analysis import InterRDF, InterRDF_s, KirkwoodBuff, SpeciesRDF, StructureFactor
+from .analysis import (DebyeScattering, InterRDF, InterRDF_s, KirkwoodBuff, SpeciesRDF,
+                       StructureFactor)
 from .backends import DaskDistributedBackend, NodeBackend
 from .engine import build_info, cuda_devices
 from .outputs.io import RDFData, load, save
@@ -25,6 +26,7 @@ __all__ = [
     "SpeciesRDF",
     "KirkwoodBuff",
     "StructureFactor",
+    "DebyeScattering",
     "NodeBackend",
     "DaskDistributedBackend",
     "RDFData",

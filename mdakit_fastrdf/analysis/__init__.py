@@ -5,5 +5,7 @@ from .rdf_s import InterRDF_s
 from .species import SpeciesRDF
 from .kirkwood_buff import KirkwoodBuff
 from .structure_factor import StructureFactor
+from .debye import DebyeScattering
 
-__all__ = ["InterRDF", "InterRDF_s", "KirkwoodBuff", "SpeciesRDF", "StructureFactor"]
+__all__ = ["DebyeScattering", "InterRDF", "InterRDF_s", "KirkwoodBuff", "SpeciesRDF",
+           "StructureFactor"]
