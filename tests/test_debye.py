@@ -6,6 +6,7 @@ import warnings
 import MDAnalysis as mda
 import numpy as np
 import pytest
+from conftest import requires_gpu
 from scipy.spatial.distance import pdist
 
 from mdakit_fastrdf import DebyeScattering, load
@@ -294,3 +295,35 @@ def test_adk_protein_matches_pdist():
     err = np.abs(d.results.intensity - ref)
     assert np.all(err <= d.results.binning_error)
     assert np.all(err / ref < 1e-4)  # measured: < 3e-5 (second order for smooth r spreads)
+
+
+def test_docs_example_runs(tmp_path, monkeypatch):
+    """The Python code blocks of docs/debye.rst run as written, in one namespace."""
+    import re
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parents[1] / "docs" / "debye.rst"
+    blocks = re.findall(r"^\.\. code-block:: python\n\n((?:(?:   .*)?\n)+)", page.read_text(),
+                        re.MULTILINE)
+    assert len(blocks) == 2
+    monkeypatch.chdir(tmp_path)
+    namespace = {"__name__": "__docs__"}
+    for code in blocks:
+        exec(compile("\n".join(line[3:] for line in code.splitlines()), str(page),  # noqa: S102
+                     "exec"), namespace)
+    assert (tmp_path / "adk_saxs.png").exists()
+    res = namespace["res"]
+    assert np.max(res.binning_error / res.binning_scale) < 1e-3
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("precision", ["double", "single"])
+def test_gpu_equals_cpu(cluster, precision):
+    """On a GPU the same histograms (the float kernels give the CPU's float bins), so the
+    same intensity, bit for bit."""
+    cpu = DebyeScattering(cluster.atoms, q=Q, device="cpu", precision=precision).run(blocks=2)
+    gpu = DebyeScattering(cluster.atoms, q=Q, device="cuda", precision=precision).run(blocks=2)
+    assert gpu.parameters()["device_used"].startswith("cuda")
+    for name in ("count_uint64", "intensity", "intensity_sem", "binning_error"):
+        np.testing.assert_array_equal(cpu.results[name], gpu.results[name], err_msg=name)
