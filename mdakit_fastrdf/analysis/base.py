@@ -150,6 +150,13 @@ def frame_sum(rows):
     return acc
 
 
+def same_in_every_part(values):
+    """Aggregate a result every worker computes alike (the bin edges and centres): the first
+    part's. (A mean of the parts, MDAnalysis's choice, can change the last bit: with three
+    parts (e + e + e) / 3 need not be e.)"""
+    return values[0]
+
+
 def concatenate_parts(values):
     """Aggregate the workers' per-frame rows (ResultsGroup lookup): joined along axis 0
     (the base puts them in frame order afterwards)."""
@@ -381,8 +388,8 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
     def _get_aggregator(self):
         lookup = {name: sum_parts for name in self._count_fields}
         lookup.update({"volume_cum": ResultsGroup.ndarray_sum,
-                       "bins": ResultsGroup.ndarray_mean,
-                       "edges": ResultsGroup.ndarray_mean})
+                       "bins": same_in_every_part,
+                       "edges": same_in_every_part})
         if self._frame_rows():
             lookup.update({name: concatenate_parts
                            for name in ("frame_index", *self._frame_rows())})
