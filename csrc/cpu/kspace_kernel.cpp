@@ -4,7 +4,7 @@
 // Work: atoms in blocks of kBlock within one species; for each block a thread builds the
 // per-axis tables e_c(n) = exp(i 2 pi n s_c), n = 0 .. max|n_c| (sin/cos of the angle every
 // kSeed rows, the complex recurrence e(n) = e(n - 1) e(1) between them), then for each of its
-// (n1, n2) groups the product p = e1 e2 and, for m = 0, 1, ... (two at a time), the four real
+// (n1, n2) groups the product p = e1(n1) e2(n2) e3(n3c) and, for m = 0, 1, ... (two at a time), the four real
 // sums over the block (kspace.hpp). The lanes are GCC/Clang vectors of four doubles: AVX2 runs
 // one instruction per operation, the SSE2 baseline two; the sums of every m keep the same
 // order of operations in any variant (four lane accumulators over the block, added as
@@ -30,8 +30,15 @@ namespace FASTRDF_ISA {
 
 namespace {
 
-constexpr int kBlock = 32;  // atoms per block: the n3 table of a block, 16 kBlock bytes a row,
-                            // stays in L1 for ~40 rows (|k| <= 3.2 / A in an 80 A box)
+#ifndef FASTRDF_KSPACE_BLOCK
+#define FASTRDF_KSPACE_BLOCK 128
+#endif
+// Atoms per block (a fixed constant: the result's rounding depends on it, never on threads).
+// The sums over a block end in horizontal additions and updates of the slots, so larger blocks
+// amortise them; the block's tables (16 kBlock bytes a row, ~130 rows at |k| <= 3.2 / A in an
+// 80 A box: 260 kB) stay in L2. Measured on the 2-core EPYC (benchmarks/NOTES.md, 2026-11-25):
+// 32 atoms 3.9, 64 5.6, 128 6.0, 256 6.3 G k-atom terms/s per core.
+constexpr int kBlock = FASTRDF_KSPACE_BLOCK;
 constexpr int kLanes = 4;
 constexpr int kVecs = kBlock / kLanes;
 constexpr int kSeed = 16;  // sin/cos directly every kSeed rows (the recurrence's drift bound)
@@ -133,11 +140,17 @@ void run_thread(const KSpaceProblem& p, const std::vector<BlockRef>& blocks, std
             const std::size_t o2 = static_cast<std::size_t>(plan.rows[0] + std::abs(G.n2)) * kVecs;
             const v4d* r2 = tre.ptr + o2;
             const v4d* i2 = tim.ptr + o2;
+            const std::size_t oc = static_cast<std::size_t>(plan.rows[0] + plan.rows[1] + std::abs(G.n3c)) * kVecs;
+            const v4d* r3 = tre.ptr + oc;
+            const v4d* i3 = tim.ptr + oc;
             const double s1 = G.n1 < 0 ? -1.0 : 1.0, s2 = G.n2 < 0 ? -1.0 : 1.0;
+            const double s3 = G.n3c < 0 ? -1.0 : 1.0;
             for (int q = 0; q < kVecs; ++q) {
                 const v4d a = r1[q], bi = s1 * i1[q], c = r2[q], d = s2 * i2[q];
-                pr[q] = a * c - bi * d;
-                pi[q] = a * d + bi * c;
+                const v4d xr = a * c - bi * d, xi = a * d + bi * c;  // e1 e2
+                const v4d e = r3[q], f = s3 * i3[q];                 // e3(n3c)
+                pr[q] = xr * e - xi * f;
+                pi[q] = xr * f + xi * e;
             }
             if (b.count < kBlock) {
                 double* prd = reinterpret_cast<double*>(pr);
@@ -160,14 +173,15 @@ void run_thread(const KSpaceProblem& p, const std::vector<BlockRef>& blocks, std
                 v4d rr1 = rr0, ii1 = rr0, ri1 = rr0, ir1 = rr0;
                 for (int q = 0; q < kVecs; ++q) {
                     const v4d x = pr[q], y = pi[q];
-                    rr0 += x * ca[q];
-                    ii0 += y * da[q];
-                    ri0 += x * da[q];
-                    ir0 += y * ca[q];
-                    rr1 += x * cb[q];
-                    ii1 += y * db[q];
-                    ri1 += x * db[q];
-                    ir1 += y * cb[q];
+                    const v4d c0 = ca[q], d0 = da[q], c1 = cb[q], d1 = db[q];
+                    rr0 += x * c0;
+                    ii0 += y * d0;
+                    ri0 += x * d0;
+                    ir0 += y * c0;
+                    rr1 += x * c1;
+                    ii1 += y * d1;
+                    ri1 += x * d1;
+                    ir1 += y * c1;
                 }
                 add_pair(acc + 4 * m, hsum(rr0), hsum(ii0), hsum(ri0), hsum(ir0));
                 add_pair(acc + 4 * m + 4, hsum(rr1), hsum(ii1), hsum(ri1), hsum(ir1));

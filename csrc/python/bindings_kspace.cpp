@@ -19,21 +19,22 @@ namespace {
 py::array_t<std::complex<double>> kspace_amplitudes(py::array positions, py::array offsets,
                                                     py::array box, py::array n, int n_threads,
                                                     const std::string& isa) {
+    static PlanCache cache;  // used under the GIL
     KSpaceArgs a;
-    parse_kspace(a, positions, offsets, box, n);
+    parse_kspace(a, positions, offsets, box, n, cache);
     if (n_threads < 0) throw std::invalid_argument("n_threads: must be >= 1 (or 0 for all cores)");
     const std::string variant = isa.empty() ? cpu::default_variant() : isa;
     const auto ok = cpu::usable_variants();
     if (std::find(ok.begin(), ok.end(), variant) == ok.end())
         throw std::invalid_argument("isa: this CPU cannot run the '" + variant + "' variant");
     const cpu::KSpaceFn kernel = cpu::kspace_kernel_for(variant);
-    std::vector<double> acc(2 * static_cast<std::size_t>(a.n_species) * a.plan.slots.size(), 0.0);
+    std::vector<double> acc(2 * static_cast<std::size_t>(a.n_species) * a.plan->slots.size(), 0.0);
     cpu::KSpaceProblem p;
     p.s = a.s.data();
     p.n_atoms = a.n_atoms;
     p.offsets = a.offsets.data();
     p.n_species = a.n_species;
-    p.plan = &a.plan;
+    p.plan = a.plan.get();
     p.acc = acc.data();
     p.n_threads = n_threads == 0 ? cpu::hardware_threads() : n_threads;
     {

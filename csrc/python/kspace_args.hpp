@@ -8,7 +8,9 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <complex>
+#include <memory>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -24,11 +26,27 @@ struct KSpaceArgs {
     std::size_t n_atoms = 0;
     std::vector<std::int64_t> offsets;
     int n_species = 0;
-    kspace::Plan plan;
+    std::shared_ptr<const kspace::Plan> plan;
+};
+
+// The plan of the last n (kept with a copy of n): an analysis passes the same vectors every
+// frame, and comparing them costs far less than sorting them again. Used under the GIL; the
+// kernels hold their own reference while it runs without it.
+struct PlanCache {
+    std::vector<std::int32_t> n;
+    std::shared_ptr<const kspace::Plan> plan;
+    std::shared_ptr<const kspace::Plan> get(const std::int32_t* values, std::int64_t count) {
+        const auto size = static_cast<std::size_t>(3 * count);
+        if (plan && n.size() == size && std::equal(n.begin(), n.end(), values)) return plan;
+        auto fresh = std::make_shared<const kspace::Plan>(kspace::make_plan(values, count));
+        n.assign(values, values + size);
+        plan = fresh;
+        return plan;
+    }
 };
 
 inline void parse_kspace(KSpaceArgs& a, const py::array& positions, const py::array& offsets,
-                         const py::array& box, const py::array& n) {
+                         const py::array& box, const py::array& n, PlanCache& cache) {
     const bool f64 = py::isinstance<py::array_t<double>>(positions);
     if (positions.ndim() != 2 || positions.shape(1) != 3 ||
         !(f64 || py::isinstance<py::array_t<float>>(positions)) ||
@@ -59,14 +77,14 @@ inline void parse_kspace(KSpaceArgs& a, const py::array& positions, const py::ar
         f64 ? kspace::fractional(static_cast<const double*>(positions.data()), a.n_atoms, inv, a.s.data())
             : kspace::fractional(static_cast<const float*>(positions.data()), a.n_atoms, inv, a.s.data());
     if (!finite) throw std::invalid_argument("positions: must be finite (a NaN or an infinity was found)");
-    a.plan = kspace::make_plan(static_cast<const std::int32_t*>(n.data()), n.shape(0));
+    a.plan = cache.get(static_cast<const std::int32_t*>(n.data()), n.shape(0));
 }
 
 // The (n_species, M) complex128 result from the slot sums.
 inline py::array_t<std::complex<double>> kspace_result(const KSpaceArgs& a, const std::vector<double>& acc) {
     py::array_t<std::complex<double>> out({static_cast<py::ssize_t>(a.n_species),
-                                           static_cast<py::ssize_t>(a.plan.n_vectors)});
-    kspace::scatter(a.plan, a.n_species, acc.data(), reinterpret_cast<double*>(out.mutable_data()));
+                                           static_cast<py::ssize_t>(a.plan->n_vectors)});
+    kspace::scatter(*a.plan, a.n_species, acc.data(), reinterpret_cast<double*>(out.mutable_data()));
     return out;
 }
 

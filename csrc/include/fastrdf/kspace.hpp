@@ -10,6 +10,7 @@
 // n3 of the group, and n3 = +m and -m come from the same four real sums
 //   Srr = sum pr cr, Sii = sum pi ci, Sri = sum pr ci, Sir = sum pi cr   (c = e3(m))
 //   A(+m) = (Srr - Sii) + i (Sri + Sir),  A(-m) = (Srr + Sii) + i (Sir - Sri),
+// (with n3 = n3c +- m around the middle n3c of the group, e3(n3c) folded into p),
 // four multiplications and four additions per atom for two k vectors. docs/design.rst,
 // "Direct k-space sum", has the derivation and the error bound.
 #pragma once
@@ -18,19 +19,21 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 namespace fastrdf {
 namespace kspace {
 
-// The k vectors of one (n1, n2): slots[slot + 2 m] is the index (in the caller's list) of
-// (n1, n2, +m), slots[slot + 2 m + 1] that of (n1, n2, -m) (m = 0: -1), -1 where not asked for.
+// The k vectors of one (n1, n2), around n3 = n3c (the middle of the group's n3 range, so that
+// +m and -m are both wanted in a triclinic box too): slots[slot + 2 m] is the index (in the
+// caller's list) of (n1, n2, n3c + m), slots[slot + 2 m + 1] that of (n1, n2, n3c - m) (m = 0:
+// -1), -1 where not asked for. The kernels fold e3(n3c) into the product p.
 struct Group {
-    int n1 = 0, n2 = 0;
+    int n1 = 0, n2 = 0, n3c = 0;
     int m_count = 0;         // m = 0 .. m_count - 1
     std::int64_t slot = 0;   // first of its 2 m_count slots
 };
@@ -39,7 +42,7 @@ struct Plan {
     std::vector<Group> groups;        // sorted by (n1, n2)
     std::vector<std::int64_t> slots;  // 2 per m of every group
     std::vector<std::pair<std::int64_t, std::int64_t>> duplicates;  // (index, index it repeats)
-    int rows[3] = {1, 1, 1};          // table rows per axis: max |n_c| + 1
+    int rows[3] = {1, 1, 1};          // table rows per axis (axis 3: max of |n3c| + 1, m_count)
     std::int64_t n_vectors = 0;
 };
 
@@ -49,40 +52,43 @@ constexpr int kMaxIndex = 1 << 20;
 inline Plan make_plan(const std::int32_t* n, std::int64_t count) {
     Plan plan;
     plan.n_vectors = count;
-    // (n1, n2) -> (n3 -> first index)
-    std::map<std::pair<int, int>, std::map<int, std::int64_t>> by_group;
-    for (std::int64_t i = 0; i < count; ++i) {
-        const int a = n[3 * i], b = n[3 * i + 1], c = n[3 * i + 2];
-        for (int v : {a, b, c})
-            if (v > kMaxIndex || v < -kMaxIndex)
-                throw std::invalid_argument("n: indices must lie within +-" + std::to_string(kMaxIndex));
-        auto& col = by_group[{a, b}];
-        auto it = col.find(c);
-        if (it != col.end()) {
-            plan.duplicates.emplace_back(i, it->second);
-        } else {
-            col.emplace(c, i);
-        }
-        plan.rows[0] = std::max(plan.rows[0], std::abs(a) + 1);
-        plan.rows[1] = std::max(plan.rows[1], std::abs(b) + 1);
-        plan.rows[2] = std::max(plan.rows[2], std::abs(c) + 1);
-    }
+    for (std::int64_t k = 0; k < 3 * count; ++k)
+        if (n[k] > kMaxIndex || n[k] < -kMaxIndex)
+            throw std::invalid_argument("n: indices must lie within +-" + std::to_string(kMaxIndex));
+    std::vector<std::int64_t> order(static_cast<std::size_t>(count));
+    for (std::int64_t i = 0; i < count; ++i) order[static_cast<std::size_t>(i)] = i;
+    const auto key = [n](std::int64_t i) { return std::make_tuple(n[3 * i], n[3 * i + 1], n[3 * i + 2], i); };
+    std::sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) { return key(a) < key(b); });
     std::int64_t slot = 0;
-    for (const auto& kv : by_group) {
+    for (std::size_t lo = 0; lo < order.size();) {
+        const std::int32_t* first = n + 3 * order[lo];
+        std::size_t hi = lo;
+        while (hi < order.size() && n[3 * order[hi]] == first[0] && n[3 * order[hi] + 1] == first[1]) ++hi;
         Group g;
-        g.n1 = kv.first.first;
-        g.n2 = kv.first.second;
-        int m_max = 0;
-        for (const auto& e : kv.second) m_max = std::max(m_max, std::abs(e.first));
-        g.m_count = m_max + 1;
+        g.n1 = first[0];
+        g.n2 = first[1];
+        const int n3_lo = first[2], n3_hi = n[3 * order[hi - 1] + 2];
+        g.n3c = n3_lo + (n3_hi - n3_lo) / 2;
+        g.m_count = std::max(n3_hi - g.n3c, g.n3c - n3_lo) + 1;
         g.slot = slot;
+        plan.rows[0] = std::max(plan.rows[0], std::abs(g.n1) + 1);
+        plan.rows[1] = std::max(plan.rows[1], std::abs(g.n2) + 1);
+        plan.rows[2] = std::max({plan.rows[2], g.m_count, std::abs(g.n3c) + 1});
         plan.slots.resize(static_cast<std::size_t>(slot + 2 * g.m_count), -1);
-        for (const auto& e : kv.second) {
-            const int m = std::abs(e.first);
-            plan.slots[static_cast<std::size_t>(slot + 2 * m + (e.first < 0 ? 1 : 0))] = e.second;
+        std::int64_t run_first = -1;  // the first index of a run of equal vectors
+        for (std::size_t k = lo; k < hi; ++k) {
+            const std::int64_t i = order[k];
+            if (k > lo && n[3 * i + 2] == n[3 * order[k - 1] + 2]) {  // a repeated vector
+                plan.duplicates.emplace_back(i, run_first);
+                continue;
+            }
+            run_first = i;
+            const int d = n[3 * i + 2] - g.n3c;
+            plan.slots[static_cast<std::size_t>(slot + 2 * std::abs(d) + (d < 0 ? 1 : 0))] = i;
         }
         slot += 2 * g.m_count;
         plan.groups.push_back(g);
+        lo = hi;
     }
     return plan;
 }
