@@ -111,7 +111,8 @@ def binning_error_bound(histograms, centres, half_width, q, pair_weights):
     step = max(1, (1 << 22) // max(1, len(centres)))
     for i in builtins.range(0, len(q), step):
         omega = _omega(q[i:i + step], centres, float(half_width))
-        out[i:i + step] = np.sum(weights[:, i:i + step] * (histograms @ omega.T), axis=0)
+        out[i:i + step] = np.sum(weights[:, i:i + step]
+                                 * np.einsum("pk,qk->pq", histograms, omega), axis=0)
     return out
 
 

@@ -413,6 +413,8 @@ def sinc_transform(values, r, q, *, chunk_bytes: int = 1 << 25) -> np.ndarray:
     out = np.empty(values.shape[:-1] + (len(q),), dtype=np.float64)
     step = max(1, int(chunk_bytes // (8 * max(1, len(r)))))
     for i in range(0, len(q), step):
-        out[..., i:i + step] = values @ sinc_matrix(q[i:i + step], r).T
+        # einsum, not BLAS: a plain loop, the same bits on every machine and no BLAS threads
+        # competing with the kernels' on a busy node
+        out[..., i:i + step] = np.einsum("...k,qk->...q", values, sinc_matrix(q[i:i + step], r))
     return out
 
