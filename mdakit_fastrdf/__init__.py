@@ -14,7 +14,7 @@ The package is layered (see the design page of the docs):
 
 from ._version import __version__
 from .analysis import (DebyeScattering, InterRDF, InterRDF_s, KirkwoodBuff, SpeciesRDF,
-                       StructureFactor)
+                       StructureFactor, first_shell)
 from .backends import DaskDistributedBackend, NodeBackend
 from .engine import build_info, cuda_devices
 from .outputs.io import RDFData, load, save
@@ -27,6 +27,7 @@ __all__ = [
     "KirkwoodBuff",
     "StructureFactor",
     "DebyeScattering",
+    "first_shell",
     "NodeBackend",
     "DaskDistributedBackend",
     "RDFData",

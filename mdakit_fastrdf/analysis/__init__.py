@@ -1,11 +1,11 @@
 """The analyses: each is a thin subclass of :class:`~mdakit_fastrdf.analysis.base.PairHistogramBase`."""
 
-from .rdf import InterRDF
+from .rdf import FirstShell, InterRDF, first_shell
 from .rdf_s import InterRDF_s
 from .species import SpeciesRDF
 from .kirkwood_buff import KirkwoodBuff
 from .structure_factor import StructureFactor
 from .debye import DebyeScattering
 
-__all__ = ["DebyeScattering", "InterRDF", "InterRDF_s", "KirkwoodBuff", "SpeciesRDF",
-           "StructureFactor"]
+__all__ = ["DebyeScattering", "FirstShell", "InterRDF", "InterRDF_s", "KirkwoodBuff",
+           "SpeciesRDF", "StructureFactor", "first_shell"]
