@@ -34,7 +34,8 @@ def test_csv_default_output(tmp_path, monkeypatch, capsys):
     assert parameters["frames"] == [0, 1]
     assert parameters["version"] == mdakit_fastrdf.__version__
     assert lines[1].startswith("# columns") and "r_angstrom: bin centre (Å)" in lines[1]
-    columns = {"r_angstrom", "r_lo_angstrom", "r_hi_angstrom", "rdf", "count"}
+    columns = {"r_angstrom", "r_lo_angstrom", "r_hi_angstrom", "rdf", "count", "cdf",
+               "coordination"}
     assert set(lines[2].split(",")) == columns
 
     table = np.genfromtxt(tmp_path / "rdf.csv", delimiter=",", names=True, skip_header=2)

@@ -244,6 +244,37 @@ def test_first_shell_ignores_noise_below_prominence():
     assert shell.r_peak == pytest.approx(3.0, abs=0.05)
 
 
+def test_first_shell_skips_the_self_pairs_at_zero():
+    """A group with itself without exclusion: bin 0 holds the self pairs (g >> 1); the
+    first peak is where g rises through 1, not bin 0."""
+    bins = np.arange(0.05, 6.0, 0.1)
+    g = np.where(bins < 2.4, 0.0, 1 + 1.2 * np.exp(-(bins - 2.85) ** 2 / 0.05)
+                 - 0.3 * np.exp(-(bins - 3.5) ** 2 / 0.1))
+    g[0] = 500.0
+    shell = first_shell(bins, g, np.arange(bins.size, dtype=float))
+    assert shell.r_peak == pytest.approx(2.85) and 3.3 < shell.r_min < 3.7
+
+
+def test_cli_prints_density_and_first_shell(adk, tmp_path, capsys):
+    from mdakit_fastrdf.outputs.cli import main
+
+    out = tmp_path / "rdf.npz"
+    assert main(["--stop", "2", "--range", "0", "8", "--nbins", "40", "--no-progress",
+                 "--finite-size", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    ow = adk.select_atoms("name OW")
+    mean_v, _ = _mean_volume(adk, slice(0, 2))
+    rho = float(text.split("ρ1 = ")[1].split()[0])
+    assert rho == pytest.approx(len(ow) / mean_v, rel=1e-5)
+    assert "First shell: minimum at r = " in text and "itself included" in text
+    data = load(out)
+    assert data.parameters["normalization_mode"] == "finite_size"
+    n = len(ow)
+    assert data.results.n_pairs == n * (n - 1)
+    assert main(["--stop", "1", "--finite-size", "-s2", "name HW1", "-o", str(out)]) == 1
+    assert "--finite-size" in capsys.readouterr().err
+
+
 def test_first_shell_errors(gas, adk):
     bins = np.linspace(0.1, 5, 50)
     with pytest.raises(ValueError, match="no first peak"):

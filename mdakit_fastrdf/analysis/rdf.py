@@ -72,8 +72,9 @@ def first_shell(bins, rdf, coordination, *, prominence: float = 0.05, smooth: in
     The rule, on g(r) optionally smoothed by a centred moving average over
     ``2 * smooth + 1`` bins and restricted to the bins whose centres lie in `search`:
 
-    1. the *first peak* is the highest point from the first bin where :math:`g > 1` up to
-       where g has fallen `prominence` below it;
+    1. the *first peak* is the highest point from the first bin where g rises through 1
+       (:math:`g_{k-1} \le 1 < g_k`; so the self pairs of a group with itself, at
+       :math:`r = 0` in bin 0, are no peak) up to where g has fallen `prominence` below it;
     2. the *first minimum* :math:`r_\mathrm{min}` is the lowest point after the peak up to
        where g has risen `prominence` above it again.
 
@@ -159,12 +160,13 @@ def first_shell(bins, rdf, coordination, *, prominence: float = 0.05, smooth: in
         raise ValueError(f"search={search!r} holds no bin centre ({bins[0]:g} to "
                          f"{bins[-1]:g} Å)")
     first, last = int(inside[0]), int(inside[-1])
-    above = np.flatnonzero(gs[first:last + 1] > 1.0)
-    if above.size == 0:
+    above = gs[first:last + 1] > 1.0
+    rises = np.flatnonzero(above[1:] & ~above[:-1])
+    if rises.size == 0:
         raise ValueError(
-            "no first peak: g(r) never exceeds 1 in the bins searched; first_shell needs "
-            "g(r) of norm='rdf' with a first coordination shell in its range")
-    peak = k = first + int(above[0])
+            "no first peak: g(r) never rises through 1 in the bins searched; first_shell "
+            "needs g(r) of norm='rdf' with a first coordination shell in its range")
+    peak = k = first + 1 + int(rises[0])
     while k < last and not gs[k] <= gs[peak] - prominence:
         k += 1
         if gs[k] > gs[peak]:

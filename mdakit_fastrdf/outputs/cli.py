@@ -47,6 +47,7 @@ KEYWORD_OPTIONS = {
     "device": "--device", "precision": "--precision", "n_threads": "--n-threads",
     "backend": "--backend", "n_workers": "--n-workers", "blocks": "--blocks",
     "start": "--start", "stop": "--stop", "step": "--step",
+    "normalization_mode": "--finite-size",
 }
 _KEYWORD_VALUE = re.compile(
     r"(?<![\w.-])(?P<key>" + "|".join(KEYWORD_OPTIONS) + r")="
@@ -73,6 +74,8 @@ def cli_message(message: str) -> str:
 
     def replace(match):
         option, value = KEYWORD_OPTIONS[match["key"]], match["value"]
+        if match["key"] == "normalization_mode":  # a flag: 'finite_size' or 'exact'
+            return option if "finite" in value else f"no {option}"
         if value == "None":
             return f"no {option}"
         return f"{option} {_option_value(value)}".rstrip()
@@ -127,6 +130,13 @@ def build_parser() -> argparse.ArgumentParser:
     sel.add_argument(
         "--norm", choices=("rdf", "density", "none"), default="rdf",
         help="normalisation, as in MDAnalysis InterRDF (default: %(default)s)",
+    )
+    sel.add_argument(
+        "--finite-size", action="store_true",
+        help="normalise g(r) of a selection with itself by its N(N-1) pairs of distinct "
+        "atoms, so that it tends to 1 in a small system (freud's finite_size "
+        "normalization_mode; needs --norm rdf and -s2 selecting the same atoms as -s1). "
+        "Self pairs are then counted at r = 0 instead of excluded",
     )
     exclusion = sel.add_mutually_exclusive_group()
     exclusion.add_argument(
@@ -431,6 +441,30 @@ def first_peak(bins: np.ndarray, rdf: np.ndarray, r_min: float = 1.0) -> tuple[f
     return float(bins[i]), float(rdf[i])
 
 
+def summary_lines(rdf, args: argparse.Namespace) -> list[str]:
+    """The run summary's lines on the densities (``results.rho``) and, with ``--norm rdf``,
+    the first coordination shell (:func:`mdakit_fastrdf.first_shell`)."""
+    res, lines = rdf.results, []
+    if "rho" in res:
+        rho1, rho2 = (float(v) for v in res.rho)
+        text = f"ρ1 = {rho1:.6g} Å⁻³ ({args.select1!r})"
+        if args.select2 != args.select1:
+            text += f", ρ2 = {rho2:.6g} Å⁻³ ({args.select2!r})"
+        lines.append(f"Density    : {text}, N / <V> over the frames")
+    if args.norm == "rdf":
+        try:
+            shell = rdf.first_shell()
+        except ValueError as exc:
+            lines.append(f"First shell: not found ({str(exc).split(';')[0]})")
+        else:
+            itself = ("; the atom itself included, its self pair is counted at r = 0"
+                      if getattr(args, "self_pairs_counted", False) else "")
+            lines.append(f"First shell: minimum at r = {shell.r_min:.3f} Å, "
+                         f"coordination number {shell.coordination:.4g} (-s2 atoms around "
+                         f"an -s1 atom{itself})")
+    return lines
+
+
 def write_plot(path: Path, rdf, args: argparse.Namespace) -> None:
     """Plot the RDF (:func:`mdakit_fastrdf.plot`) to `path` with matplotlib's Agg backend."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -458,6 +492,9 @@ def _default_exclusion(args: argparse.Namespace, g1: mda.AtomGroup, g2: mda.Atom
     if args.exclusion_block is not None:
         a, b = args.exclusion_block
         return f"pairs within blocks of {a} x {b} atoms (--exclusion-block {a} {b})"
+    if same and args.finite_size:
+        return ("none (--finite-size: each atom with itself is counted at r = 0; g(r) is "
+                "normalised by the N(N-1) pairs of distinct atoms)")
     if same and not args.keep_self_pairs:
         args.exclusion_block = [1, 1]
         return ("self pairs (-s1 and -s2 select the same atoms: exclusion block 1 1; "
@@ -511,12 +548,15 @@ def run(args: argparse.Namespace) -> None:
     g1 = _select(universe, args.select1)
     g2 = _select(universe, args.select2)
     exclusion = _default_exclusion(args, g1, g2)
+    args.self_pairs_counted = (args.exclusion_block is None and args.exclude_same is None
+                               and args.range[0] == 0.0 and bool(np.isin(g1.ix, g2.ix).any()))
     _check_box(args, universe)
 
     rdf = InterRDF(
         g1, g2, nbins=args.nbins, range=tuple(args.range), norm=args.norm,
         exclusion_block=args.exclusion_block, exclude_same=args.exclude_same,
         device=args.device, precision=args.precision, n_threads=args.n_threads,
+        normalization_mode="finite_size" if args.finite_size else "exact",
     )
     n_workers = args.n_workers
     if n_workers is None and args.backend in ("multiprocessing", "dask"):
@@ -546,6 +586,8 @@ def run(args: argparse.Namespace) -> None:
           f"({args.select1!r} x {args.select2!r}), {n_frames} frames")
     print(f"Exclusion  : {exclusion}")
     print(f"First peak : {peak} at r = {r_peak:.3f} Å")
+    for line in summary_lines(rdf, args):
+        print(line)
     print(f"Run time   : {wall:.3f} s ({args.precision} precision, device {args.device})")
     print(f"Throughput : {rate:.3e} pair distances per second")
     print(f"Results    : {args.output} (read with mdakit_fastrdf.load)")
