@@ -424,3 +424,26 @@ def test_bad_normalization_mode(gas):
         SpeciesRDF(gas.atoms, by=[a, gas.atoms], normalization_mode="finite_size")
     with pytest.raises(TypeError, match="positional"):
         InterRDF(a, a, 75, (0.0, 15.0), "rdf", None, None, "serial", "finite_size")
+
+
+# -- the docs page --------------------------------------------------------------------
+def test_normalisation_page_code_runs(tmp_path, monkeypatch):
+    """docs/normalisation.rst: its Python blocks run in order (few frames, as
+    tests/test_docs.py runs the pages it lists)."""
+    from pathlib import Path
+
+    from test_docs import code_blocks, few_frames
+
+    page = Path(__file__).resolve().parents[1] / "docs" / "normalisation.rst"
+    monkeypatch.chdir(tmp_path)
+    namespace = {"__name__": "__docs__"}
+    blocks = [b for b in code_blocks(page.read_text(encoding="utf-8"), page.name)
+              if b.language == "python"]
+    assert len(blocks) == 3 and not any(b.marker for b in blocks)
+    for block in blocks:
+        exec(compile(few_frames(block.code), str(page), "exec"), namespace)  # noqa: S102 - the page's code
+    rdf = namespace["rdf"]
+    d = _quiet(InterRDF(rdf.g1, rdf.g2, nbins=75, range=(0.0, 15.0), exclusion_block=(1, 1),
+                        norm="density").run, stop=rdf.n_frames)
+    np.testing.assert_allclose(namespace["density"], d.results.rdf, rtol=1e-12)
+    assert namespace["same"] == namespace["shell"]
