@@ -124,6 +124,10 @@ py::list devices() {
 
 }  // namespace
 
+namespace fastrdf {
+void bind_kspace_cuda(py::module_& m);  // bindings_kspace_cuda.cpp: the direct k-space sum
+}
+
 PYBIND11_MODULE(_fastrdf_cuda, m) {
     m.doc() = "CUDA pair-distance histogram kernels of mdakit_fastrdf";
     py::register_exception<gpu::CudaError>(m, "CudaError", PyExc_RuntimeError);
@@ -155,4 +159,5 @@ PYBIND11_MODULE(_fastrdf_cuda, m) {
     m.attr("architectures") = FASTRDF_CUDA_ARCHS;
     // The names of the all-pairs kernels (kernel=...), for the Python engine
     m.attr("KERNELS") = option_names(kCudaKernelNames);
+    bind_kspace_cuda(m);
 }
