@@ -7,6 +7,8 @@ import MDAnalysis as mda
 import numpy as np
 import pytest
 from conftest import requires_gpu
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.spatial.distance import pdist
 
 from mdakit_fastrdf import DebyeScattering, load
@@ -295,6 +297,33 @@ def test_adk_protein_matches_pdist():
     err = np.abs(d.results.intensity - ref)
     assert np.all(err <= d.results.binning_error)
     assert np.all(err / ref < 1e-4)  # measured: < 3e-5 (second order for smooth r spreads)
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(2, 60),
+       n_species=st.integers(1, 4), q_max=st.floats(0.2, 4.0),
+       duplicate=st.booleans(), precision=st.sampled_from(["double", "single"]))
+def test_property_within_bound(seed, n, n_species, q_max, duplicate, precision):
+    """Random small clusters (species of one atom, coincident atoms, any q range): the
+    intensity is within the package's bound of the double sum, and the bound within the
+    test's Lipschitz bound."""
+    rng = np.random.default_rng(seed)
+    elements = np.array(["C", "O", "H", "Fe"])[rng.integers(0, n_species, n)]
+    u = mda.Universe.empty(n, trajectory=True)
+    u.add_TopologyAttr("elements", elements)
+    pos = rng.normal(scale=rng.uniform(0.5, 15.0), size=(1, n, 3))
+    pos = np.concatenate([pos, pos + rng.normal(scale=0.2, size=pos.shape)])  # 2 frames
+    if duplicate:  # two atoms on the same spot: a distinct pair at distance 0
+        pos[:, 1] = pos[:, 0]
+    u.load_new(pos.astype(np.float32))
+    q = np.linspace(q_max / 10, q_max, 7)
+    d = DebyeScattering(u.atoms, q=q, device="cpu", precision=precision).run()
+    ref = reference_intensity(u, q, xray)
+    res = d.results
+    err = np.abs(res.intensity - ref)
+    assert np.all(err <= res.binning_error)
+    half = (res.edges[1] - res.edges[0]) * (1 + 1e-6)  # single: a float32 rounding more
+    assert np.all(res.binning_error <= lipschitz_bound(u, q, xray, half) * (1 + 1e-9) + 1e-9)
 
 
 def test_docs_example_runs(tmp_path, monkeypatch):
