@@ -230,6 +230,24 @@ def test_save_load_round_trip(tmp_path, suffix):
     assert data.partial("C", "H").partial.shape == (3,)
 
 
+def test_load_in_a_fresh_process(tmp_path):
+    """A saved DebyeScattering file loads in a new interpreter (the class is registered when
+    the package is imported); the child runs outside the checkout (see test_base.py)."""
+    import subprocess
+    import sys
+
+    u = cluster_universe(n_atoms=40, counts=(20, 10, 5, 5), seed=2)
+    d = DebyeScattering(u.atoms, q=[0.3, 0.9], device="cpu").run()
+    path = d.save(tmp_path / "d.npz")
+    code = ("import mdakit_fastrdf; d = mdakit_fastrdf.load('d.npz'); "
+            "print(d.analysis, repr(d.results.intensity.tolist()))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=path.parent, timeout=300, check=False)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.split(" ", 1) == ["DebyeScattering",
+                                        repr(d.results.intensity.tolist()) + "\n"]
+
+
 def test_box_refused_unless_ignored():
     boxed = cluster_universe(box=80.0)
     with pytest.raises(ValueError, match="periodic box.*ignore_box=True"):
