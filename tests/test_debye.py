@@ -183,8 +183,11 @@ def test_single_precision_within_bound(cluster, reference):
 
 def test_backends_identical(cluster, default_run):
     ref = default_run.results
+    from mdakit_fastrdf import NodeBackend
+
     for kwargs in ({"backend": "multiprocessing", "n_workers": 2},
-                   {"backend": "dask", "n_workers": 2}):
+                   {"backend": "dask", "n_workers": 2},
+                   {"backend": NodeBackend(cpu_workers=2, part_frames=1)}):
         d = DebyeScattering(cluster.atoms, q=Q, device="cpu").run(**kwargs)
         np.testing.assert_array_equal(d.results.count_uint64, ref.count_uint64)
         np.testing.assert_array_equal(d.results.intensity, ref.intensity)
