@@ -27,6 +27,8 @@ Usage::
 
     python benchmarks/bench_kspace.py                    # adk, q_max 2 and 3.2
     python benchmarks/bench_kspace.py adk --qmax 2 --repeat 5 --no-freud
+    python benchmarks/bench_kspace.py adk --threads 1          # every tool on one thread: on a
+                                                             # loaded machine compare "cpu"
     python benchmarks/bench_kspace.py gpu --device cuda
 """
 
@@ -124,6 +126,8 @@ def section_adk(args):
         if not args.no_freud:
             import freud
 
+            if args.threads:
+                freud.parallel.set_num_threads(args.threads)
             fbox = freud.box.Box.from_matrix(box.T)
             wrapped = fbox.wrap(pos)
 
@@ -215,6 +219,8 @@ def main():
     p.add_argument("--no-freud", action="store_true")
     p.add_argument("--no-scatterkit", action="store_true")
     args = p.parse_args()
+    if args.threads:  # scatterkit's OpenMP reads it when its module loads
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)
     {"adk": section_adk, "gpu": section_gpu}[args.section](args)
 
 
