@@ -129,7 +129,7 @@ class BoxStatistics:
         self.results.box_volume_cum = 0.0
         self.results.min_box_widths = np.full(3, np.inf)
         self._volume_sum = 0.0
-        self._box_seen = None  # (dimensions, volume, widths) of the last box
+        self._box_seen = None  # (bytes of the box vectors, volume, widths) of the last box
 
     def _frame_box(self) -> Box:
         box = super()._frame_box()
