@@ -18,7 +18,7 @@ from MDAnalysis.analysis.results import Results
 
 from ..engine import MAX_BINS, NO_BOX, Box, prepare_box
 from .checks import check_atomgroup
-from .declarations import Curve, Field, OutputSpec, PlotAxes, Table
+from .declarations import Command, Curve, Field, Option, OutputSpec, PlotAxes, Table
 from .scattering import _check_q, sinc_transform, species_elements, species_weights
 from .species import SpeciesRDF, _pair_index, _pair_labels, _species_index
 
@@ -114,6 +114,25 @@ def binning_error_bound(histograms, centres, half_width, q, pair_weights):
         out[i:i + step] = np.sum(weights[:, i:i + step]
                                  * np.einsum("pk,qk->pq", histograms, omega), axis=0)
     return out
+
+
+def _summary(d):
+    """The command line's summary lines of a DebyeScattering run."""
+    res = d.results
+    first = f"{res.intensity[0]:.4g} at q = {res.q[0]:.3g} 1/Å"
+    last = f"{res.intensity[-1]:.4g} at q = {res.q[-1]:.3g} 1/Å"
+    rel = np.max(res.binning_error_relative)
+    fwd = np.max(res.binning_error / res.binning_scale)
+    binning = (f"error bound at most {rel:.2e} of I(q), {fwd:.2e} of the forward scattering "
+               f"({len(res.bins)} bins)")
+    return [("I(q)", f"{first}, {last}"), ("Binning", binning)]
+
+
+def _q_grid(q_min, q_max, n):
+    """``n`` q values from `q_min` to `q_max` (the command line's ``--q QMIN QMAX N``)."""
+    if n != int(n) or n < 1:
+        raise ValueError(f"--q: N must be a positive integer, got {n:g}")
+    return np.linspace(q_min, q_max, int(n))
 
 
 def _max_pair_distance(positions):
@@ -288,7 +307,38 @@ class DebyeScattering(SpeciesRDF):
             Field("binning_scale", "square of the weights' unit",
                   "(sum of |weights| over the atoms)^2, the scale of the tolerance"),
         ),
-        tables=(Table(fields=("count_uint64",), labels=lambda res: _pair_labels(res)),),
+        tables=(Table(fields=("count_uint64",), labels=lambda res: _pair_labels(res)),
+                Table(fields=("intensity", "binning_error"), axis="q"),
+                Table(fields=("partials", "pair_sums"), axis="q",
+                      labels=lambda res: _pair_labels(res))),
+    )
+    command = Command(
+        name="debye",
+        help="Debye scattering intensity I(q) of a finite system (no periodic box)",
+        select="all",
+        demo=("PSF", "DCD"),
+        guess_elements=True,
+        options=(
+            Option(("--q",), "q", {"nargs": 3, "type": float,
+                                    "metavar": ("QMIN", "QMAX", "N"),
+                                    "help": "N q values from QMIN to QMAX in 1/Å "
+                                            "(default: 100 from 0.01 to 1)"},
+                   convert=lambda v: _q_grid(*v)),
+            Option(("--by",), "by", {"help": "species: element (default), name, type, ..."}),
+            Option(("--weights",), "weights", {"choices": ("xray", "neutron", "number"),
+                                                "help": "scattering weights (default: xray)"}),
+            Option(("--bin-width",), "bin_width", {"type": float, "metavar": "Å",
+                                                    "help": "histogram bin width (default: "
+                                                            "from --tolerance and QMAX)"}),
+            Option(("--tolerance",), "tolerance", {"type": float,
+                                                    "help": "binning error bound relative to "
+                                                            "the forward scattering "
+                                                            "(default: 1e-3)"}),
+            Option(("--ignore-box",), "ignore_box", {"action": "store_const", "const": True,
+                                                      "help": "analyse a trajectory that has "
+                                                              "a box as a finite system"}),
+        ),
+        summary=lambda d: _summary(d),
     )
 
     def __init__(

@@ -76,11 +76,17 @@ class Table:
     the field's :attr:`Field.column` (e.g. the total RDF written into the ``rdf`` column of
     its own rows). ``labels(results)`` gives the label columns: ``{column: (values, about)}``
     with one string per leading index (row block of ``nbins`` rows).
+
+    ``axis`` names the results field the rows run over: ``"bins"`` (default: the columns
+    ``r_angstrom``, ``r_lo_angstrom``, ``r_hi_angstrom``) or another 1-D field (``"q"``: a
+    column of its own, named and described by its :class:`Field`), whose length then replaces
+    ``nbins``.
     """
 
     fields: tuple
     columns: dict = field(default_factory=dict)
     labels: Callable | None = None
+    axis: str = "bins"
 
 
 @dataclass(frozen=True)
@@ -184,11 +190,13 @@ class Option:
     (``("--q-max",)``), the constructor keyword it sets (``dest``) and the remaining
     :meth:`argparse.ArgumentParser.add_argument` keywords (``type``, ``default``, ``help``,
     ``choices``, ``nargs``, ``metavar``, ``action``). An option left at None is not passed,
-    so the class's own default applies."""
+    so the class's own default applies; ``convert`` turns the parsed value into the
+    constructor's argument (e.g. ``--q QMIN QMAX N`` into an array of q values)."""
 
     flags: tuple
     dest: str
     kwargs: dict = field(default_factory=dict)
+    convert: Callable | None = None
 
 
 @dataclass(frozen=True)
@@ -213,6 +221,10 @@ class Command:
         The analysis' own options.
     summary : callable, optional
         ``summary(analysis) -> list of (label, text)``: lines printed after the run.
+    guess_elements : bool
+        The analysis needs elements: the command offers ``--guess-elements`` (guess missing
+        elements from the atom names and types with MDAnalysis's guesser) and uses it for
+        the demo data.
     """
 
     name: str
@@ -221,6 +233,7 @@ class Command:
     demo: tuple = ("TPR", "XTC")
     options: tuple = ()
     summary: Callable | None = None
+    guess_elements: bool = False
 
 
 _REGISTRY: dict = {}

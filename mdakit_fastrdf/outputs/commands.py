@@ -61,6 +61,10 @@ def build_command_parser(cls) -> argparse.ArgumentParser:
                         help="trajectory file (default: the topology's coordinates)")
     parser.add_argument("--select", default=cmd.select,
                         help="atoms to analyse (default: %(default)r)")
+    if cmd.guess_elements:
+        parser.add_argument("--guess-elements", action="store_true",
+                            help="guess the elements the topology lacks from atom names and "
+                            "types (MDAnalysis's guesser; on by default for the demo data)")
     own = parser.add_argument_group(f"{cls.__name__} options")
     for opt in cmd.options:
         kwargs = dict(opt.kwargs)
@@ -142,10 +146,18 @@ def _run(cls, args) -> None:
     from .plotting import plot
 
     cmd = cls.command
+    demo = args.topology is None
     universe = _universe(args, cmd.demo)
+    lacks = not hasattr(universe.atoms, "elements") or not all(universe.atoms.elements)
+    if cmd.guess_elements and (args.guess_elements or demo) and lacks:
+        universe.guess_TopologyAttrs(to_guess=["elements"])
+        print("Elements: guessed from atom names and types (MDAnalysis's guesser)")
     atoms = _select(universe, args.select)
-    kwargs = {o.dest: getattr(args, o.dest) for o in cmd.options
-              if getattr(args, o.dest) is not None}
+    kwargs = {}
+    for o in cmd.options:
+        value = getattr(args, o.dest)
+        if value is not None:
+            kwargs[o.dest] = value if o.convert is None else o.convert(value)
     kwargs.update(device=args.device, precision=args.precision)
     if args.n_threads is not None:
         kwargs["n_threads"] = args.n_threads

@@ -535,10 +535,9 @@ def _csv_tables(data):
     the description of each group of rows that :func:`_load_csv` reads back (its row count
     and ``{field: [column, shape, integer]}``), from the analysis' declaration."""
     spec, res, norm = data.cls.outputs, data.results, data.norm
-    nbins = len(res.bins)
     edges = np.asarray(res.edges, dtype=np.float64)
     columns, about, groups = {}, {}, []
-    label_names = []
+    label_names, axis_names = [], []
     for table in spec.tables:
         if not any(name in res for name in table.fields):
             continue
@@ -565,28 +564,47 @@ def _csv_tables(data):
                                                      f"{column}, block {b}")
         per_bin = {**main, **sems, **blocks}
         n_rows = len(_flat(next(iter(per_bin.values()))[1]))
-        groups.append((n_rows, labels, per_bin))
-    # columns in order: labels, r, then the value columns of every group
+        axis = None
+        if table.axis != "bins":
+            axis = (spec.column(table.axis), np.asarray(res[table.axis], dtype=np.float64))
+            if axis[0] not in axis_names:
+                axis_names.append(axis[0])
+            f = spec.field(table.axis)
+            if f is not None:
+                about.setdefault(axis[0], f"{f.about} ({f.unit})" if f.unit else f.about)
+        groups.append((n_rows, labels, per_bin, axis))
+    # columns in order: labels, r, other axes, then the value columns of every group
     value_names = []
-    for _, _, per_bin in groups:
+    for _, _, per_bin, _ in groups:
         for column in per_bin:
             if column not in value_names:
                 value_names.append(column)
-    names = label_names + ["r_angstrom", "r_lo_angstrom", "r_hi_angstrom"] + value_names
+    r_names = ["r_angstrom", "r_lo_angstrom", "r_hi_angstrom"]
+    names = label_names + r_names + axis_names + value_names
     columns = {name: [] for name in names}
     about.update({"r_angstrom": "bin centre (Å)", "r_lo_angstrom": "lower bin edge (Å)",
                   "r_hi_angstrom": "upper bin edge (Å)"})
     described = []
-    for n_rows, labels, per_bin in groups:
-        reps = n_rows // nbins
+    for n_rows, labels, per_bin, axis in groups:
+        n_x = len(res.bins) if axis is None else len(axis[1])
+        reps = n_rows // n_x
         for name in label_names:
             values, text = labels.get(name, ([""] * reps, ""))
-            columns[name].extend(v for v in values for _ in range(nbins))
+            columns[name].extend(v for v in values for _ in range(n_x))
             if text:
                 about.setdefault(name, text)
-        columns["r_angstrom"].extend(_fmt(np.tile(res.bins, reps), False))
-        columns["r_lo_angstrom"].extend(_fmt(np.tile(edges[:-1], reps), False))
-        columns["r_hi_angstrom"].extend(_fmt(np.tile(edges[1:], reps), False))
+        if axis is None:
+            columns["r_angstrom"].extend(_fmt(np.tile(res.bins, reps), False))
+            columns["r_lo_angstrom"].extend(_fmt(np.tile(edges[:-1], reps), False))
+            columns["r_hi_angstrom"].extend(_fmt(np.tile(edges[1:], reps), False))
+        else:
+            for name in r_names:
+                columns[name].extend([""] * n_rows)
+        for name in axis_names:
+            if axis is not None and name == axis[0]:
+                columns[name].extend(_fmt(np.tile(axis[1], reps), False))
+            else:
+                columns[name].extend([""] * n_rows)
         fields = {}
         for name in value_names:
             if name in per_bin:
@@ -596,7 +614,13 @@ def _csv_tables(data):
                 fields[field] = [name, _shape(value), integer, _dtype(value)]
             else:
                 columns[name].extend([""] * n_rows)
-        described.append({"rows": n_rows, "fields": fields})
+        group = {"rows": n_rows, "fields": fields}
+        if axis is not None:
+            group["axis"] = axis[0]
+        described.append(group)
+    if not any(axis is None for *_, axis in groups):  # no per-bin rows: no r columns
+        for name in r_names:
+            del columns[name]
     return columns, about, described
 
 
@@ -668,12 +692,19 @@ def _load_csv(path):
             res[name] = [np.stack(v) for v in zip(*rows)]
         else:
             res[name] = np.stack(rows)
-    # bin centres and edges from the first rows
-    shape = next(iter(header["table"][0]["fields"].values()))[1]
-    nbins = shape[0][-1] if shape and isinstance(shape[0], list) else shape[-1]
-    res.bins = np.array([float(v) for v in cols["r_angstrom"][:nbins]])
-    res.edges = np.append(np.array([float(v) for v in cols["r_lo_angstrom"][:nbins]]),
-                          float(cols["r_hi_angstrom"][nbins - 1]))
+    # bin centres and edges from the first rows of the first per-bin group (without one,
+    # the header holds them)
+    start = 0
+    for group in header["table"]:
+        if "axis" not in group:
+            shape = next(iter(group["fields"].values()))[1]
+            nbins = shape[0][-1] if shape and isinstance(shape[0], list) else shape[-1]
+            rows = slice(start, start + nbins)
+            res.bins = np.array([float(v) for v in cols["r_angstrom"][rows]])
+            res.edges = np.append(np.array([float(v) for v in cols["r_lo_angstrom"][rows]]),
+                                  float(cols["r_hi_angstrom"][start + nbins - 1]))
+            break
+        start += group["rows"]
     # float64 twins of exact integer counts
     spec = analysis_class(header["analysis"]).outputs
     for f in spec.fields:
