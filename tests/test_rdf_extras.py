@@ -355,7 +355,7 @@ FIELDS = ("rho", "cdf", "coordination", "box_volume_cum", "min_box_widths", "rho
           "cdf_sem", "coordination_sem", "block_rho")
 
 
-@pytest.mark.parametrize("backend", ["multiprocessing", "dask"])
+@pytest.mark.parametrize("backend", ["multiprocessing", "dask", "node"])
 def test_backends_identical(npt_gas, backend):
     if backend == "dask":
         pytest.importorskip("dask")
