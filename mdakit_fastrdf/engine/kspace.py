@@ -167,6 +167,19 @@ def reciprocal_vectors(box_vectors, q_max, q_min=0.0) -> tuple[np.ndarray, np.nd
     q_min = _check_positive("q_min", q_min, allow_zero=True)
     if q_min >= q_max:
         raise ValueError(f"q_min must be smaller than q_max, got q_min={q_min} and q_max={q_max}")
+    key = (box.tobytes(), q_max, q_min)
+    cached = _last_vectors.get("entry")
+    if cached is not None and cached[0] == key:  # the same box as the last call (constant volume)
+        return cached[1].copy(), cached[2].copy()
+    n, q = _enumerate_vectors(box, q_max, q_min)
+    _last_vectors["entry"] = (key, n.copy(), q.copy())  # one assignment: safe across threads
+    return n, q
+
+
+_last_vectors: dict = {}
+
+
+def _enumerate_vectors(box, q_max, q_min):
     recip = 2.0 * np.pi * np.linalg.inv(box).T  # rows: 2 pi a*, 2 pi b*, 2 pi c*
     bound = np.floor(q_max * np.linalg.norm(box, axis=1) / (2.0 * np.pi) + 1e-9).astype(np.int64)
     if np.prod(2 * bound + 1, dtype=np.float64) > 4e9:
