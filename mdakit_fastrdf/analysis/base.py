@@ -454,6 +454,10 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
             # gives wrong counts with n_parts > 1). In one process one part gives the same
             # integer counts as any split, so run one part.
             n_parts = 1
+        # A new run starts from empty results: the results of an earlier run would travel
+        # to the workers with the object and come back as keys without an aggregator
+        # (MDAnalysis's own InterRDF fails a second parallel run that way).
+        self.results = Results()
         super().run(
             start=start, stop=stop, step=step, frames=frames, verbose=verbose,
             n_workers=n_workers, n_parts=n_parts, backend=backend,
