@@ -20,14 +20,29 @@ import numpy as np
 
 from ..engine import NO_BOX, prepare_box
 from .base import frame_sum, shell_volumes
-from .declarations import Curve, Field
+from .declarations import Command, Curve, Field, Option, Table
 from .scattering import sinc_transform, species_elements, species_weights
-from .species import SpeciesRDF, _pair_index, _species_index
+from .species import SpeciesRDF, _pair_index, _pair_labels, _species_index
 
 __all__ = ["StructureFactor", "bhatia_thornton", "faber_ziman_total", "lorch_window"]
 
 #: Windows of the transform.
 WINDOWS = ("lorch", "none")
+
+
+def _summary(sf):
+    """The command line's summary lines of a StructureFactor run."""
+    res = sf.results
+    q_min = 2.0 * np.pi / sf.rdf_settings["range"][1]  # beyond the box-scale rise at small q
+    above = np.flatnonzero(res.q > q_min)
+    k = above[int(np.nanargmax(res.s[above]))]
+    lines = [("Main peak", (f"S = {res.s[k]:.4g} at q = {res.q[k]:.3g} 1/Å "
+                           f"(largest S above 2π/r_max = {q_min:.3g} 1/Å); "
+                           f"S = {res.s[0]:.4g} at q = {res.q[0]:.3g} 1/Å"))]
+    qc = res.get("q_crossover")
+    if qc is not None and np.isfinite(qc):
+        lines.append(("Crossover", f"direct k-space sum below q = {float(qc):.3g} 1/Å"))
+    return lines
 
 
 def lorch_window(r, r_max) -> np.ndarray:
@@ -332,7 +347,44 @@ class StructureFactor(SpeciesRDF):
         Field("s_nn", "", "Bhatia-Thornton S_NN (binary)", blocks=True),
         Field("s_nc", "", "Bhatia-Thornton S_NC (binary)", blocks=True),
         Field("s_cc", "", "Bhatia-Thornton S_CC (binary)", blocks=True),
+    ), tables=(
+        Table(fields=("s", "f", "s_transform", "s_direct", "s_nn", "s_nc", "s_cc"), axis="q"),
+        Table(fields=("partials", "partials_transform", "partials_direct"), axis="q",
+              labels=lambda res: _pair_labels(res)),
     ))
+    command = Command(
+        name="sq",
+        help="structure factors S(q) of a periodic system (Faber-Ziman partials and total)",
+        select="name OW",
+        demo=("TPR", "XTC"),
+        guess_elements=True,
+        options=(
+            Option(("--by",), "by", {"help": "species: element (default), name, type, ..."}),
+            Option(("--nbins",), "nbins", {"type": int, "help": "r bins (default: 1500)"}),
+            Option(("--range",), "range", {"nargs": 2, "type": float,
+                                            "metavar": ("RMIN", "RMAX"),
+                                            "help": "r range in Å (default: 0 15)"},
+                   convert=tuple),
+            Option(("--qbins",), "qbins", {"type": int, "help": "q bins (default: 200)"}),
+            Option(("--q-range",), "q_range", {"nargs": 2, "type": float,
+                                                "metavar": ("QMIN", "QMAX"),
+                                                "help": "q range in 1/Å (default: 0 10)"},
+                   convert=tuple),
+            Option(("--weights",), "weights", {"choices": ("number", "xray", "neutron"),
+                                                "help": "weights of the total S(q) "
+                                                        "(default: number)"}),
+            Option(("--window",), "window", {"choices": ("lorch", "none"),
+                                              "help": "window of the transform "
+                                                      "(default: lorch)"},
+                   convert=lambda v: None if v == "none" else v),
+            Option(("--q-crossover",), "q_crossover", {"metavar": "Q",
+                                                        "help": "below Q (1/Å) S(q) from the "
+                                                                "direct k-space sum; 'auto' "
+                                                                "(default) or 'none'"},
+                   convert=lambda v: v if v == "auto" else None if v == "none" else float(v)),
+        ),
+        summary=lambda sf: _summary(sf),
+    )
 
     def __init__(self, atomgroup, by="element", nbins=1500, range=(0.0, 15.0), *,
                  qbins=200, q_range=(0.0, 10.0), weights="number", window="lorch",
