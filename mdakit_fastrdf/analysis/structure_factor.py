@@ -205,8 +205,14 @@ class StructureFactor(SpeciesRDF):
         k-space sum; ``'auto'`` (default) is :math:`q_c = 5\pi / r_\mathrm{max}` (Notes);
         ``None`` uses the transform everywhere (no k-space sum).
     device, precision, n_threads, method :
-        Keyword only. As :class:`~mdakit_fastrdf.SpeciesRDF`; `device` and `n_threads`
-        also run the k-space sums.
+        Keyword only. As :class:`~mdakit_fastrdf.SpeciesRDF`. The k-space sums run on
+        the GPU only when `device` names it (``'cuda'``, ``'cuda:N'``); with ``'auto'``
+        they run on the CPU (the histograms on whichever device is there). Their
+        floating-point sums are deterministic on each device but differ between the CPU
+        and the GPU in the last bits (within ``GPU_TOLERANCE`` of
+        :mod:`mdakit_fastrdf.engine.kspace`), so ``'auto'`` keeps every worker of every
+        backend on the same arithmetic: the same bits whatever the machine gives each
+        worker. The histograms are identical integers on every device.
 
     Attributes
     ----------
@@ -468,7 +474,9 @@ class StructureFactor(SpeciesRDF):
         if self._n_direct:
             from ..engine.kspace import KSpaceEngine
 
-            self._kspace = KSpaceEngine(device=self.device, n_threads=self._worker_threads)
+            # 'auto' -> the CPU: the same bits in every worker (see the device parameter)
+            kdev = self.device if str(self.device).startswith("cuda") else "cpu"
+            self._kspace = KSpaceEngine(device=kdev, n_threads=self._worker_threads)
 
     def _single_frame(self):
         ts = self._ts
