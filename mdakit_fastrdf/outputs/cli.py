@@ -302,9 +302,14 @@ def _cuda_problem(device: str, in_this_process: bool) -> str | None:
         count = 0 if why else len(cuda_devices())
     else:
         try:
+            import tempfile
+
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+            # outside the working directory, which `python -c` puts first on the path: a
+            # source checkout there without its compiled module would shadow the package
             proc = subprocess.run([sys.executable, "-c", _CUDA_CHECK], capture_output=True,
-                                  text=True, timeout=300, check=True, env=env)
+                                  text=True, timeout=300, check=True, env=env,
+                                  cwd=tempfile.gettempdir())
             import json
 
             found = json.loads(proc.stdout.strip().splitlines()[-1])
