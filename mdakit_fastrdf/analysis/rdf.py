@@ -26,6 +26,60 @@ __all__ = ["FirstShell", "InterRDF", "first_shell"]
 
 _DISTANCE_BACKENDS = ("serial", "openmp", "distopia")
 
+#: ``compound`` values of :class:`InterRDF` (those of MDAnalysis's ``AtomGroup.center``).
+COMPOUNDS = ("group", "residues", "segments", "molecules", "fragments")
+#: ``center`` values of :class:`InterRDF`.
+CENTERS = ("geometry", "mass")
+
+
+def check_compound(compound):
+    """``(compound1, compound2)`` from InterRDF's `compound`: None, one name for both
+    groups, or a pair (None meaning atoms on that side)."""
+    pair = (compound, compound) if compound is None or isinstance(compound, str) else compound
+    try:
+        c1, c2 = pair
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"compound must be None, one of {COMPOUNDS} or a pair of them (None for atoms on "
+            f"that side), got {compound!r}") from None
+    for c in (c1, c2):
+        if c is not None and (not isinstance(c, str) or c not in COMPOUNDS):
+            raise ValueError(
+                f"compound: unknown compound {c!r}; use one of {COMPOUNDS} (MDAnalysis's "
+                f"AtomGroup.center compounds), a pair of them, or None for atoms")
+    return c1, c2
+
+
+def _needs_attribute(group, name, attr, fix):
+    """ValueError naming `fix` when `group`'s topology lacks `attr`."""
+    try:
+        getattr(group, attr)
+    except AttributeError:  # MDAnalysis's NoDataError is an AttributeError
+        raise ValueError(f"{name}: the topology has no {attr}, which {fix}") from None
+
+
+def compound_centres(group, compound, center, unwrap, name="g1"):
+    """The centres of the compounds of `group` in the current frame, float64 ``(n, 3)``:
+    MDAnalysis's ``group.center(weights, compound=compound, unwrap=unwrap)``, with its
+    errors for compounds that are not connected by bonds made explicit."""
+    weights = group.masses if center == "mass" else None
+    try:
+        centres = group.center(weights, compound=compound, unwrap=unwrap)
+    except ValueError as err:
+        if unwrap and "contiguous" in str(err):
+            raise ValueError(
+                f"{name}: compound={compound!r} with unwrap=True makes each compound whole "
+                "along its bonds (MDAnalysis's unwrap), but a compound of this group is not "
+                "connected by bonds (a segment or group of several molecules, a water "
+                "residue with an unbonded virtual site such as MW, or missing bonds). Choose "
+                "a compound of connected atoms (e.g. 'molecules' or 'fragments'), select "
+                "bonded atoms (e.g. 'resname SOL and not name MW'), add the bonds "
+                "(u.guess_TopologyAttrs(to_guess=['bonds'])), or pass unwrap=False if the "
+                "compounds are whole in the trajectory"
+            ) from None
+        raise
+    return np.atleast_2d(np.asarray(centres, dtype=np.float64))
+
 
 def exclusion_labels(values_a, values_b, same):
     """Per-row int32 labels from the values of the two groups (equal values: pair
@@ -258,6 +312,29 @@ class InterRDF(BoxStatistics, PairHistogramBase):
         that it tends to 1 at large :math:`r` in a small system (see Notes). Needs
         ``norm='rdf'``, `g1` and `g2` holding the same atoms, and no `exclusion_block`
         (whose :math:`N_\mathrm{pairs}` already leaves the excluded pairs out).
+    compound : {'group', 'residues', 'segments', 'molecules', 'fragments'} or tuple, optional
+        Keyword only. ``None`` (default): the RDF between atoms, as in MDAnalysis. A name:
+        the RDF between the centres of the compounds of `g1` and those of `g2` (one centre
+        per residue, segment, molecule or fragment of the group's atoms, or one for the
+        whole group with ``'group'``), computed in every frame with MDAnalysis's own
+        ``AtomGroup.center(weights, compound=..., unwrap=...)``. A pair
+        ``(compound1, compound2)`` chooses for each side, ``None`` meaning its atoms, e.g.
+        ``(None, 'residues')`` for atoms of `g1` around residue centres of `g2`. With
+        compounds, :math:`N_A` and :math:`N_B` of the normalisation, `exclusion_block`,
+        ``results.rho`` and ``results.coordination`` count centres, not atoms;
+        `exclude_same` is not available (a centre is no atom of a residue, segment or
+        chain). ``'molecules'`` needs molecule numbers in the topology (e.g. a TPR),
+        ``'fragments'`` bonds. See "RDFs between molecular centres" in the docs.
+    center : {'geometry', 'mass'}, optional
+        Keyword only. With `compound`: the centre of geometry (default) or of mass of each
+        compound.
+    unwrap : bool, optional
+        Keyword only. With `compound`: make each compound whole before its centre is taken
+        (default ``True``), with MDAnalysis's ``unwrap``, which follows the bonds: it needs
+        bonds in the topology (or ``u.guess_TopologyAttrs(to_guess=["bonds"])``) that
+        connect every compound (a water residue with an unbonded virtual site is not
+        connected: leave the site out of the group). ``False``: take the positions as they
+        are, for trajectories whose molecules are whole.
     verbose : bool, optional
         Show detailed progress of the calculation if set to ``True``.
 
@@ -338,6 +415,21 @@ class InterRDF(BoxStatistics, PairHistogramBase):
     difference vector rounded to float32, as MDAnalysis does; the minimum image is exact for
     every box and every distance up to ``rmax``.
 
+    With `compound` the rows of a frame are the centres :math:`\mathbf{c}_I` of the
+    compounds :math:`I` (MDAnalysis's ``AtomGroup.center``, in float64, then rounded to
+    float32 as every position is),
+
+    .. math::
+
+        \mathbf{c}_I = \frac{\sum_{i \in I} w_i \mathbf{r}_i}{\sum_{i \in I} w_i},
+        \qquad w_i = 1 \ (\text{geometry}) \text{ or } m_i \ (\text{mass}),
+
+    with the positions :math:`\mathbf{r}_i` of a compound made whole first (`unwrap`). The
+    centres of whole compounds may lie outside the primary cell; they are prepared as any
+    position is (wrapped, or taken through the minimum image), so their distances are the
+    minimum-image distances all the same. Then :math:`N_A` and :math:`N_B` above are the
+    numbers of centres.
+
     Examples
     --------
     >>> import MDAnalysis as mda
@@ -385,6 +477,9 @@ class InterRDF(BoxStatistics, PairHistogramBase):
         n_threads=None,
         method="auto",
         normalization_mode="exact",
+        compound=None,
+        center="geometry",
+        unwrap=True,
         **kwargs,
     ):
         check_atomgroup(g1, "g1")
@@ -403,6 +498,7 @@ class InterRDF(BoxStatistics, PairHistogramBase):
                               kwargs=kwargs)
         self.g1 = g1
         self.g2 = g2
+        self._set_compounds(compound, center, unwrap, exclude_same)
         self._exclusion_block = exclusion_block
         self.exclude_same = EXCLUDE_SAME.get(exclude_same)
         if exclusion_block is not None:
@@ -419,8 +515,71 @@ class InterRDF(BoxStatistics, PairHistogramBase):
         if self.normalization_mode == "finite_size":
             self._check_finite_size()
 
+    def _set_compounds(self, compound, center, unwrap, exclude_same):
+        """Check and store `compound`, `center` and `unwrap`; the number of rows (atoms or
+        centres) of each group: ``self._n_rows``."""
+        self.compound = check_compound(compound)
+        if not isinstance(center, str) or center not in CENTERS:
+            raise ValueError(f"center must be one of {CENTERS}, got {center!r}")
+        if not isinstance(unwrap, (bool, np.bool_)):
+            raise TypeError(f"unwrap must be True or False, got {unwrap!r}")
+        self.center = center
+        self.unwrap = bool(unwrap)
+        self._n_rows = [len(self.g1), len(self.g2)]
+        if self.compound == (None, None):
+            return
+        if exclude_same is not None:
+            raise ValueError(
+                f"exclude_same={exclude_same!r} cannot be combined with compound="
+                f"{compound!r}: a compound's centre is no atom of a residue, segment or "
+                "chain. Leave pairs of a centre with itself out with exclusion_block=(1, 1)")
+        for k, (g, c, name) in enumerate(zip((self.g1, self.g2), self.compound, ("g1", "g2"))):
+            if c is None:
+                continue
+            if c == "molecules":
+                _needs_attribute(g, name, "molnums", "compound='molecules' needs (read e.g. "
+                                 "from a TPR file); use compound='fragments' or 'residues'")
+            if c == "fragments" or self.unwrap:
+                _needs_attribute(
+                    g, name, "bonds",
+                    f"compound={c!r} with unwrap={self.unwrap} needs to make the compounds "
+                    "whole along their bonds; add them (u.guess_TopologyAttrs(to_guess="
+                    "['bonds'])) or, if the molecules are whole in the trajectory, pass "
+                    "unwrap=False" + (" (compound='fragments' always needs bonds)"
+                                      if c == "fragments" else ""))
+            if center == "mass":
+                _needs_attribute(g, name, "masses", "center='mass' needs")
+            # the number of centres, and MDAnalysis's errors now rather than in a frame
+            self._n_rows[k] = len(compound_centres(g, c, center, self.unwrap, name))
+
+    def _has_compounds(self):
+        return getattr(self, "compound", (None, None)) != (None, None)
+
+    def _take_positions(self, ix, out):
+        """The rows of the frame: the base's atom positions, or with `compound` the centres
+        of the compounds (``_layout``'s rows: the centres of g1, then those of g2 unless g2
+        is the same)."""
+        if not self._has_compounds():
+            return super()._take_positions(ix, out)
+        n1 = self._n_rows[0]
+        sides = [(self.g1, self.compound[0], "g1", slice(0, n1))]
+        if len(out) > n1:
+            sides.append((self.g2, self.compound[1], "g2", slice(n1, len(out))))
+        for g, c, name, rows in sides:
+            if c is None:
+                out[rows] = g.positions
+            else:
+                out[rows] = compound_centres(g, c, self.center, self.unwrap, name)
+        if not np.isfinite(out).all():
+            raise ValueError(
+                f"the centres of frame {self._ts.frame} hold NaN or infinite values (NaN or "
+                "infinite coordinates, or with center='mass' a compound whose masses sum to "
+                "zero); the RDF of such a frame is undefined")
+        return out
+
     def _check_finite_size(self):
-        same = (len(self.g1) == len(self.g2)
+        same = (self._n_rows[0] == self._n_rows[1]
+                and self.compound[0] == self.compound[1]
                 and np.array_equal(np.sort(self.g1.ix), np.sort(self.g2.ix))
                 and len(np.unique(self.g1.ix)) == len(self.g1))
         if not same:
@@ -429,7 +588,7 @@ class InterRDF(BoxStatistics, PairHistogramBase):
                 "(freud's factor N / (N - 1)); g1 and g2 hold different atoms, whose 'exact' "
                 "normalisation already tends to 1. Use normalization_mode='exact', or pass "
                 "the same group as g1 and g2.")
-        if len(self.g1) < 2:
+        if self._n_rows[0] < 2:
             raise ValueError("normalization_mode='finite_size' needs at least 2 atoms "
                              "(N / (N - 1) with N = 1)")
         if self._exclusion_block is not None:
@@ -447,7 +606,7 @@ class InterRDF(BoxStatistics, PairHistogramBase):
         for v in (xa, xb):
             if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
                 raise ValueError(f"exclusion_block must hold two positive integers, got {block!r}")
-        na, nb = len(self.g1), len(self.g2)
+        na, nb = self._n_rows
         if na % xa or nb % xb:
             raise ValueError(
                 f"exclusion_block={tuple(block)!r} does not divide the group sizes "
@@ -463,9 +622,10 @@ class InterRDF(BoxStatistics, PairHistogramBase):
     def _layout(self):
         """Two species and one pair; one species paired with itself when g1 is g2 (the
         kernel then computes each unordered pair once and counts it twice)."""
-        n1, n2 = len(self.g1), len(self.g2)
+        n1, n2 = self._n_rows
         xa, xb = self._exclusion_block or (None, None)
-        same = np.array_equal(self.g1.ix, self.g2.ix) and xa == xb
+        same = (np.array_equal(self.g1.ix, self.g2.ix) and xa == xb
+                and self.compound[0] == self.compound[1])
         if self._exclusion_block is not None:
             la, lb = np.arange(n1) // xa, np.arange(n2) // xb
         elif self.exclude_same is not None:
@@ -474,8 +634,15 @@ class InterRDF(BoxStatistics, PairHistogramBase):
                   if self._exclusion_block is not None or self.exclude_same is not None
                   else None)
         groups = [self.g1] if same else [self.g1, self.g2]
-        return PairLayout.of_groups(groups, [(0, 0)] if same else [(0, 1)], labels,
-                                    sizes=(n1, n2))
+        pairs = [(0, 0)] if same else [(0, 1)]
+        if not self._has_compounds():
+            return PairLayout.of_groups(groups, pairs, labels, sizes=(n1, n2))
+        # rows are centres (filled by _take_positions), not atoms: ix only sizes the block
+        n = n1 if same else n1 + n2
+        offsets = np.array([0, n1] if same else [0, n1, n], dtype=np.int64)
+        return PairLayout(ix=np.arange(n, dtype=np.int64), offsets=offsets,
+                          pairs=np.asarray(pairs, dtype=np.int32), labels=labels,
+                          segments=((0, n, n1, n2),))
 
     def _allocate_counts(self, nbins):
         super()._allocate_counts(nbins)
@@ -487,7 +654,7 @@ class InterRDF(BoxStatistics, PairHistogramBase):
 
     def _n_pairs(self):
         """N_pairs of norm="rdf", as MDAnalysis computes it."""
-        nA, nB = len(self.g1), len(self.g2)
+        nA, nB = self._n_rows
         N = nA * nB
         if self._exclusion_block:
             xA, xB = self._exclusion_block
@@ -502,11 +669,11 @@ class InterRDF(BoxStatistics, PairHistogramBase):
         res.n_pairs = self._n_pairs()
         res.rdf = self._normalised(res.count, res.n_pairs)
         res.cdf = np.cumsum(res.count) / self.n_frames
-        res.coordination = res.cdf / len(self.g1)
+        res.coordination = res.cdf / self._n_rows[0]
         self._set_densities(res)
 
     def _density_sizes(self):
-        return [len(self.g1), len(self.g2)]
+        return list(self._n_rows)
 
     def get_cdf(self):
         r"""The cumulative count per frame, :math:`\sum_{k' \le k} n_{k'} /
@@ -543,12 +710,15 @@ class InterRDF(BoxStatistics, PairHistogramBase):
             "n_atoms1": len(self.g1),
             "n_atoms2": len(self.g2),
             "normalization_mode": self.normalization_mode,
-        }
+        } | ({} if not self._has_compounds() else {
+            "compound": list(self.compound), "center": self.center, "unwrap": self.unwrap,
+            "n_centres1": self._n_rows[0], "n_centres2": self._n_rows[1]})
 
     @classmethod
     def _curves(cls, results, parameters, *, label=None):
         """One line: g(r), and the running number of g2 atoms around a g1 atom."""
-        n_frames, n_a = parameters["n_frames"], parameters["n_atoms1"]
+        n_frames = parameters["n_frames"]
+        n_a = parameters.get("n_centres1", parameters["n_atoms1"])
         cn = running_coordination(np.asarray(results.count, dtype=np.float64), n_frames, n_a)
         cn_sem = None
         if "block_count_uint64" in results:

@@ -1,0 +1,252 @@
+"""InterRDF between molecular centres (``compound=``, ``center=``, ``unwrap=``).
+
+The references compute the centres with NumPy in the test: each compound is made whole
+with the minimum image of every atom relative to the compound's first atom, then its
+mean or mass-weighted mean is taken in float64 and rounded to float32 (as every position
+the kernels see is). Distances and histograms come from conftest's float64 brute force.
+"""
+
+import numpy as np
+import pytest
+from conftest import (
+    assert_single_precision_close,
+    box_matrix,
+    brute_force_counts,
+    load_universe,
+    make_universe,
+    near_edge_count,
+    random_positions_in_box,
+)
+
+from mdakit_fastrdf import InterRDF
+
+
+def whole_centres(positions, dims, compound_of_atom, masses=None):
+    """Centres of the compounds (labels ``compound_of_atom``, in order of first
+    appearance) made whole by the minimum image relative to each compound's first atom."""
+    pos = np.asarray(positions, dtype=np.float64)
+    b = box_matrix(dims, dtype=np.float64)
+    inv = np.linalg.inv(b)
+    _, first, labels = np.unique(compound_of_atom, return_index=True, return_inverse=True)
+    order = np.argsort(first)  # compounds in order of their first atom
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    labels = rank[labels.reshape(-1)]
+    first = first[order]
+    d = pos - pos[first][labels]
+    s = d @ inv
+    s -= np.round(s)  # compounds far smaller than the box: the shortest image
+    whole = pos[first][labels] + s @ b
+    w = np.ones(len(pos)) if masses is None else np.asarray(masses, dtype=np.float64)
+    n = len(first)
+    centres = np.zeros((n, 3))
+    for k in range(3):
+        centres[:, k] = np.bincount(labels, weights=w * whole[:, k], minlength=n)
+    centres /= np.bincount(labels, weights=w, minlength=n)[:, None]
+    return centres.astype(np.float32)
+
+
+def reference_counts(frames, make_pos, edges, same=False, exclusion_block=None):
+    """Summed brute-force counts over `frames` of ``make_pos(ts) -> (pos1, pos2, dims)``."""
+    total = np.zeros(len(edges) - 1, dtype=np.int64)
+    near = 0
+    for ts in frames:
+        p1, p2, dims = make_pos(ts)
+        counts, dist = brute_force_counts(p1, p2, dims, edges, same=False,
+                                          exclusion_block=exclusion_block,
+                                          return_distances=True)
+        total += counts
+        near += near_edge_count(dist, edges, rel=1e-6)
+    return total, near
+
+
+@pytest.fixture(scope="module")
+def molecules():
+    """150 bent triatomic molecules (masses 16, 1, 1) in an orthorhombic 32 x 30 x 34 Å
+    box, 3 frames; atoms wrapped into the box, so many molecules are split across it."""
+    rng = np.random.default_rng(261)
+    n_mol, n_frames = 150, 3
+    dims = np.array([32.0, 30.0, 34.0, 90, 90, 90])
+    frames = []
+    for _ in range(n_frames):
+        c = random_positions_in_box(rng, n_mol, dims)[0].astype(np.float64)
+        # O at the centre, two H about 1 Å away in random directions
+        h = rng.normal(size=(n_mol, 2, 3))
+        h /= np.linalg.norm(h, axis=-1, keepdims=True)
+        atoms = np.concatenate([c[:, None], c[:, None] + 0.96 * h], axis=1).reshape(-1, 3)
+        atoms %= dims[:3]
+        frames.append(atoms.astype(np.float32))
+    u = make_universe(np.stack(frames), dims, atoms_per_residue=3, residues_per_segment=50,
+                      names=["O", "H1", "H2"] * n_mol)
+    u.add_TopologyAttr("masses", [16.0, 1.0, 1.0] * n_mol)
+    u.add_TopologyAttr("bonds", [(3 * i, 3 * i + j) for i in range(n_mol) for j in (1, 2)])
+    return u
+
+
+@pytest.mark.parametrize("center", ["geometry", "mass"])
+def test_residue_centres_orthorhombic(molecules, center):
+    u = molecules
+    ag = u.atoms
+    rdf = InterRDF(ag, ag, nbins=60, range=(0.0, 14.0), compound="residues", center=center,
+                   exclusion_block=(1, 1)).run()
+    masses = ag.masses if center == "mass" else None
+
+    def make_pos(ts):
+        c = whole_centres(ag.positions, ts.dimensions, ag.resindices, masses)
+        return c, c, ts.dimensions
+
+    ref, near = reference_counts(u.trajectory, make_pos, rdf.results.edges,
+                                 exclusion_block=(1, 1))
+    assert ref.sum() > 0
+    assert_single_precision_close(rdf.results.count_uint64.astype(np.int64), ref, near)
+    if near == 0:
+        np.testing.assert_array_equal(rdf.results.count_uint64, ref)
+    # normalisation counts compounds: N_A N_B - N_A pairs, densities N / <V>
+    n = ag.n_residues
+    vol = np.mean([ts.volume for ts in u.trajectory])
+    shells = 4 / 3 * np.pi * np.diff(rdf.results.edges ** 3)
+    expected = ref / (len(u.trajectory) * shells * (n * n - n) / vol)
+    np.testing.assert_allclose(rdf.results.rdf, expected, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(rdf.results.rho, [n / vol, n / vol], rtol=1e-12)
+    assert rdf.results.n_pairs == n * n - n
+
+
+@pytest.mark.parametrize("compound", [("fragments", "residues"), (None, "residues"),
+                                      ("group", None)])
+def test_mixed_sides(molecules, compound):
+    """Either side atoms or centres; 'group': the centre of one whole molecule (a group
+    of several molecules is not connected by bonds: see test_not_connected)."""
+    u = molecules
+    g1 = u.atoms[:3] if compound[0] == "group" else u.atoms[:240]
+    g2 = u.select_atoms("name O H1")
+    rdf = InterRDF(g1, g2, nbins=40, range=(0.0, 14.0), norm="density",
+                   compound=compound).run()
+
+    def side(g, c, ts):
+        if c is None:
+            return g.positions
+        label = {"fragments": g.fragindices, "residues": g.resindices,
+                 "group": np.zeros(len(g), dtype=int)}[c]
+        return whole_centres(g.positions, ts.dimensions, label)
+
+    def make_pos(ts):
+        return side(g1, compound[0], ts), side(g2, compound[1], ts), ts.dimensions
+
+    ref, near = reference_counts(u.trajectory, make_pos, rdf.results.edges)
+    assert ref.sum() > 0
+    assert_single_precision_close(rdf.results.count_uint64.astype(np.int64), ref, near)
+    n1 = {"fragments": 80, None: 240, "group": 1}[compound[0]]
+    n2 = {"residues": 150, None: 300}[compound[1]]
+    assert rdf._n_rows == [n1, n2]
+    np.testing.assert_allclose(rdf.results.coordination[-1] * n1 * len(u.trajectory),
+                               ref.sum())
+
+
+def test_adk_water_residue_centres_triclinic():
+    """Water residues of adk (TPR/XTC, triclinic box) without the virtual site MW, whose
+    bonds (O-H) make each residue whole; centres of mass against the NumPy reference."""
+    u = load_universe("TPR", "XTC")
+    water = u.select_atoms("resname SOL and not name MW")[:3 * 400]
+    rdf = InterRDF(water, water, nbins=50, range=(0.0, 15.0), compound="residues",
+                   center="mass", exclusion_block=(1, 1)).run(stop=4)
+    assert rdf._n_rows == [400, 400]
+
+    def make_pos(ts):
+        c = whole_centres(water.positions, ts.dimensions, water.resindices, water.masses)
+        return c, c, ts.dimensions
+
+    ref, near = reference_counts(u.trajectory[:4], make_pos, rdf.results.edges,
+                                 exclusion_block=(1, 1))
+    assert ref.sum() > 1000
+    assert_single_precision_close(rdf.results.count_uint64.astype(np.int64), ref, near)
+    if near == 0:
+        np.testing.assert_array_equal(rdf.results.count_uint64, ref)
+    # centres of mass of whole waters sit about 0.07 Å from their O: the centre RDF's first
+    # peak is the O-O one's
+    assert 2.4 < rdf.results.bins[np.argmax(rdf.results.rdf)] < 3.3
+
+
+def test_unwrap_false_takes_positions_as_they_are(molecules):
+    """unwrap=False: centres of the positions as stored (broken molecules give other
+    centres); the reference then averages the raw positions."""
+    u = molecules
+    ag = u.atoms
+    rdf = InterRDF(ag, ag, nbins=30, range=(0.0, 12.0), compound="residues",
+                   unwrap=False, norm="none").run()
+
+    def make_pos(ts):
+        p = ag.positions.astype(np.float64).reshape(-1, 3, 3).mean(axis=1).astype(np.float32)
+        return p, p, ts.dimensions
+
+    ref, near = reference_counts(u.trajectory, make_pos, rdf.results.edges)
+    assert_single_precision_close(rdf.results.count_uint64.astype(np.int64), ref, near)
+
+
+@pytest.mark.parametrize("backend", ["multiprocessing", "node"])
+def test_backends_identical(molecules, backend):
+    ag = molecules.atoms
+
+    def make():
+        return InterRDF(ag, ag[:300], nbins=50, range=(0.0, 14.0), compound="residues",
+                        center="mass")
+
+    serial = make().run()
+    par = make().run(backend=backend, n_workers=2)
+    np.testing.assert_array_equal(par.results.count_uint64, serial.results.count_uint64)
+    np.testing.assert_array_equal(par.results.rdf, serial.results.rdf)
+
+
+def test_compound_none_unchanged(molecules):
+    ag = molecules.atoms
+    a = InterRDF(ag, ag, nbins=20, range=(0.0, 10.0)).run()
+    b = InterRDF(ag, ag, nbins=20, range=(0.0, 10.0), compound=None).run()
+    np.testing.assert_array_equal(a.results.count_uint64, b.results.count_uint64)
+    assert a.results.n_pairs == len(ag) ** 2 and "compound" not in a.parameters()
+
+
+def test_bad_input(molecules):
+    ag = molecules.atoms
+    with pytest.raises(ValueError, match="unknown compound 'residue'.*'residues'"):
+        InterRDF(ag, ag, compound="residue")
+    with pytest.raises(ValueError, match="compound must be None"):
+        InterRDF(ag, ag, compound=("residues", "residues", "group"))
+    with pytest.raises(ValueError, match="center must be one of"):
+        InterRDF(ag, ag, compound="residues", center="charge")
+    with pytest.raises(TypeError, match="unwrap must be True or False"):
+        InterRDF(ag, ag, compound="residues", unwrap="yes")
+    # no molecule numbers in this topology
+    with pytest.raises(ValueError, match="no molnums.*compound='molecules'"):
+        InterRDF(ag, ag, compound="molecules")
+    with pytest.raises(ValueError, match="exclude_same='residue' cannot be combined"):
+        InterRDF(ag, ag, compound="residues", exclude_same="residue")
+    # exclusion_block counts centres: 1 centre of one molecule against 150 residues
+    with pytest.raises(ValueError, match="gives 1 blocks in g1 but 150 in g2"):
+        InterRDF(ag[:3], ag, compound=("group", "residues"), exclusion_block=(1, 1))
+
+
+def test_no_bonds(rng):
+    dims = [20.0, 20.0, 20.0, 90, 90, 90]
+    u = make_universe(random_positions_in_box(rng, 60, dims), dims, atoms_per_residue=3)
+    with pytest.raises(ValueError, match=r"no bonds.*guess_TopologyAttrs.*unwrap=False"):
+        InterRDF(u.atoms, u.atoms, compound="residues")
+    with pytest.raises(ValueError, match="no bonds.*'fragments' always needs bonds"):
+        InterRDF(u.atoms, u.atoms, compound="fragments", unwrap=False)
+    # whole molecules: unwrap=False needs no bonds
+    rdf = InterRDF(u.atoms, u.atoms, range=(0.0, 8.0), compound="residues",
+                   unwrap=False).run()
+    assert rdf._n_rows == [20, 20]
+
+
+def test_not_connected(molecules):
+    with pytest.raises(ValueError, match="g2: compound='segments'.*not connected by bonds"):
+        InterRDF(molecules.atoms, molecules.atoms, compound=(None, "segments"))
+
+
+def test_unbonded_virtual_site():
+    u = load_universe("TPR", "XTC")
+    water = u.select_atoms("resname SOL")[:40]  # OW HW1 HW2 MW: MW has no bond
+    with pytest.raises(ValueError, match="not connected by bonds.*not name MW.*unwrap=False"):
+        InterRDF(water, water, compound="residues")
+    # molecules (molnums of the TPR) of the same waters, whole in this trajectory
+    rdf = InterRDF(water, water, compound="molecules", unwrap=False).run(stop=1)
+    assert rdf._n_rows == [10, 10]
