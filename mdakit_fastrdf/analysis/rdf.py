@@ -58,6 +58,40 @@ def _needs_attribute(group, name, attr, fix):
         raise ValueError(f"{name}: the topology has no {attr}, which {fix}") from None
 
 
+_NOT_CONNECTED = (
+    "{name}: compound={compound!r} with unwrap=True makes each compound whole along its "
+    "bonds (MDAnalysis's unwrap), but a compound of this group is not connected by bonds (a "
+    "segment or group of several molecules, a water residue with an unbonded virtual site "
+    "such as MW, or missing bonds). Choose a compound of connected atoms (e.g. 'molecules' "
+    "or 'fragments'), select bonded atoms (e.g. 'resname SOL and not name MW'), add the "
+    "bonds (u.guess_TopologyAttrs(to_guess=['bonds'])), or pass unwrap=False if the "
+    "compounds are whole in the trajectory")
+
+
+def check_connected(group, compound, name="g1"):
+    """ValueError (:data:`_NOT_CONNECTED`) unless the bonds between the atoms of `group`
+    connect the atoms of each of its compounds (what MDAnalysis's unwrap needs); the
+    topology alone decides, so it is checked once."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    n = len(group)
+    bonds = group.universe.bonds.indices if len(group.universe.bonds) else np.empty((0, 2))
+    row = np.full(group.universe.atoms.n_atoms, -1, dtype=np.int64)
+    row[group.ix] = np.arange(n)
+    b = row[np.asarray(bonds, dtype=np.int64)].reshape(-1, 2)
+    b = b[(b >= 0).all(axis=1)]
+    graph = coo_matrix((np.ones(len(b)), (b[:, 0], b[:, 1])), shape=(n, n))
+    _, piece = connected_components(graph, directed=False)
+    owner = (np.zeros(n, dtype=np.int64) if compound == "group" else getattr(
+        group, {"residues": "resindices", "segments": "segindices", "molecules": "molnums",
+                "fragments": "fragindices"}[compound]))
+    # one piece per compound: every atom of a compound in the piece of its first atom
+    _, first, inverse = np.unique(owner, return_index=True, return_inverse=True)
+    if not np.array_equal(piece, piece[first][inverse.reshape(-1)]):
+        raise ValueError(_NOT_CONNECTED.format(name=name, compound=compound))
+
+
 def compound_centres(group, compound, center, unwrap, name="g1"):
     """The centres of the compounds of `group` in the current frame, float64 ``(n, 3)``:
     MDAnalysis's ``group.center(weights, compound=compound, unwrap=unwrap)``, with its
@@ -67,16 +101,7 @@ def compound_centres(group, compound, center, unwrap, name="g1"):
         centres = group.center(weights, compound=compound, unwrap=unwrap)
     except ValueError as err:
         if unwrap and "contiguous" in str(err):
-            raise ValueError(
-                f"{name}: compound={compound!r} with unwrap=True makes each compound whole "
-                "along its bonds (MDAnalysis's unwrap), but a compound of this group is not "
-                "connected by bonds (a segment or group of several molecules, a water "
-                "residue with an unbonded virtual site such as MW, or missing bonds). Choose "
-                "a compound of connected atoms (e.g. 'molecules' or 'fragments'), select "
-                "bonded atoms (e.g. 'resname SOL and not name MW'), add the bonds "
-                "(u.guess_TopologyAttrs(to_guess=['bonds'])), or pass unwrap=False if the "
-                "compounds are whole in the trajectory"
-            ) from None
+            raise ValueError(_NOT_CONNECTED.format(name=name, compound=compound)) from None
         raise
     return np.atleast_2d(np.asarray(centres, dtype=np.float64))
 
@@ -549,8 +574,11 @@ class InterRDF(BoxStatistics, PairHistogramBase):
                                       if c == "fragments" else ""))
             if center == "mass":
                 _needs_attribute(g, name, "masses", "center='mass' needs")
-            # the number of centres, and MDAnalysis's errors now rather than in a frame
-            self._n_rows[k] = len(compound_centres(g, c, center, self.unwrap, name))
+            # the number of centres (positions as they are: cheap), and the error of a
+            # compound that unwrap cannot make whole now rather than in the first frame
+            self._n_rows[k] = len(compound_centres(g, c, center, False, name))
+            if self.unwrap:
+                check_connected(g, c, name)
 
     def _has_compounds(self):
         return getattr(self, "compound", (None, None)) != (None, None)
