@@ -182,7 +182,7 @@ def test_unwrap_false_takes_positions_as_they_are(molecules):
     assert_single_precision_close(rdf.results.count_uint64.astype(np.int64), ref, near)
 
 
-@pytest.mark.parametrize("backend", ["multiprocessing", "node"])
+@pytest.mark.parametrize("backend", ["multiprocessing", "dask", "node"])
 def test_backends_identical(molecules, backend):
     ag = molecules.atoms
 
@@ -191,9 +191,11 @@ def test_backends_identical(molecules, backend):
                         center="mass")
 
     serial = make().run()
-    par = make().run(backend=backend, n_workers=2)
+    par = make().run(backend=backend, n_workers=2, n_parts=3)
+    assert serial.results.count_uint64.sum() > 0
     np.testing.assert_array_equal(par.results.count_uint64, serial.results.count_uint64)
     np.testing.assert_array_equal(par.results.rdf, serial.results.rdf)
+    np.testing.assert_array_equal(par.results.rho, serial.results.rho)
 
 
 def test_compound_none_unchanged(molecules):
@@ -250,3 +252,18 @@ def test_unbonded_virtual_site():
     # molecules (molnums of the TPR) of the same waters, whole in this trajectory
     rdf = InterRDF(water, water, compound="molecules", unwrap=False).run(stop=1)
     assert rdf._n_rows == [10, 10]
+
+
+def test_saved_parameters_and_plot_coordination(molecules, tmp_path):
+    """Saved files say which centres; the plotted coordination counts centres."""
+    from mdakit_fastrdf import load
+
+    ag = molecules.atoms
+    rdf = InterRDF(ag, ag, range=(0.0, 12.0), compound="residues", center="mass",
+                   exclusion_block=(1, 1)).run()
+    params = load(rdf.save(tmp_path / "centres.npz")).parameters
+    assert params["compound"] == ["residues", "residues"] and params["center"] == "mass"
+    assert params["n_centres1"] == 150 and params["n_atoms1"] == 450
+    curve, = InterRDF._curves(rdf.results, rdf.parameters())
+    expected = np.cumsum(rdf.results.count_uint64) / (len(molecules.trajectory) * 150)
+    np.testing.assert_allclose(curve.coordination, expected, rtol=1e-12)
