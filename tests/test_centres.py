@@ -233,6 +233,11 @@ def test_no_bonds(rng):
         InterRDF(u.atoms, u.atoms, compound="residues")
     with pytest.raises(ValueError, match="no bonds.*'fragments' always needs bonds"):
         InterRDF(u.atoms, u.atoms, compound="fragments", unwrap=False)
+    # no box: nothing to make whole through
+    nobox = make_universe(random_positions_in_box(rng, 60, dims), None, atoms_per_residue=3)
+    nobox.add_TopologyAttr("bonds", [(3 * i, 3 * i + 1) for i in range(20)])
+    with pytest.raises(ValueError, match="no box; pass unwrap=False"):
+        InterRDF(nobox.atoms, nobox.atoms, compound="fragments", norm="density").run()
     # whole molecules: unwrap=False needs no bonds
     rdf = InterRDF(u.atoms, u.atoms, range=(0.0, 8.0), compound="residues",
                    unwrap=False).run()

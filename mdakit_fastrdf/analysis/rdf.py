@@ -97,6 +97,11 @@ def compound_centres(group, compound, center, unwrap, name="g1"):
     MDAnalysis's ``group.center(weights, compound=compound, unwrap=unwrap)``, with its
     errors for compounds that are not connected by bonds made explicit."""
     weights = group.masses if center == "mass" else None
+    if unwrap and group.dimensions is None:
+        raise ValueError(
+            f"{name}: compound={compound!r} with unwrap=True makes each compound whole "
+            "through the periodic box, but this frame has no box; pass unwrap=False (without "
+            "a box nothing is split by a boundary) or set the box")
     try:
         centres = group.center(weights, compound=compound, unwrap=unwrap)
     except ValueError as err:
