@@ -44,40 +44,16 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
 import time
 import warnings
 
 import numpy as np
+from _machine import describe
 
 
 def machine():
-    import mdakit_fastrdf
-
-    info = mdakit_fastrdf.build_info()
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    ncpu = len(os.sched_getaffinity(0))
-    load = os.getloadavg()[0]
-    return (f"{cpu}, {ncpu} cores usable, load {load:.1f}; mdakit_fastrdf "
-            f"{mdakit_fastrdf.__version__} ({info['cpu_isa_selected']}); freud "
-            f"{_version('freud')}; numpy {np.__version__}; python {platform.python_version()}")
-
-
-def _version(name):
-    try:
-        return __import__(name).__version__
-    except Exception:  # noqa: BLE001
-        return "absent"
+    return describe(("freud", "numpy"))
 
 
 def timed(fn, repeat):

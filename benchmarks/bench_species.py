@@ -28,33 +28,16 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
 import time
 import warnings
 
 import numpy as np
+from _machine import describe
 
 
 def machine():
-    import mdakit_fastrdf
-
-    info = mdakit_fastrdf.build_info()
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    ncpu = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return (f"{cpu}, {ncpu} cores usable, load {load:.1f}; mdakit_fastrdf "
-            f"{mdakit_fastrdf.__version__} ({info['cpu_isa_selected']}, cuda={info['cuda']}); "
-            f"python {platform.python_version()}")
+    return describe(())
 
 
 def table(title, header, rows):
@@ -64,7 +47,7 @@ def table(title, header, rows):
     print(line)
     print("-" * len(line))
     for r in rows:
-        print("  ".join(f"{str(c):>{w}}" for c, w in zip(r, widths)))
+        print("  ".join(f"{c!s:>{w}}" for c, w in zip(r, widths)))
 
 
 def pairs_per_frame(sizes, pairs):

@@ -42,13 +42,12 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
 import time
 import warnings
 
 import numpy as np
+from _machine import describe
 
 #: route -> (q_crossover, window)
 ROUTES = {"transform": (None, "lorch"), "joined": ("auto", "lorch"),
@@ -56,23 +55,7 @@ ROUTES = {"transform": (None, "lorch"), "joined": ("auto", "lorch"),
 
 
 def machine():
-    import mdakit_fastrdf
-
-    info = mdakit_fastrdf.build_info()
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    ncpu = len(os.sched_getaffinity(0))
-    load = os.getloadavg()[0]
-    return (f"{cpu}, {ncpu} cores usable, load {load:.1f}; mdakit_fastrdf "
-            f"{mdakit_fastrdf.__version__} ({info['cpu_isa_selected']}, cuda={info['cuda']}); "
-            f"python {platform.python_version()}")
+    return describe(())
 
 
 def table(title, header, rows):
