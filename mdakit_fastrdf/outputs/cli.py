@@ -220,13 +220,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Reject inconsistent arguments with an argparse error (exit code 2)."""
+    check_run_args(parser, args)
+    rmin, rmax = args.range
+    if not 0.0 <= rmin < rmax:
+        parser.error(f"--range needs 0 <= RMIN < RMAX, got {rmin:g} {rmax:g}")
+    if args.coordination and args.plot is None:
+        parser.error("--coordination needs --plot FILE")
+
+
+def check_run_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The checks every command shares (this one and the analyses' subcommands): input
+    files, the output file, the backend's workers, the plot file and the CUDA device."""
     for name in ("topology", "trajectory"):
         path = getattr(args, name)
         if path is not None and not Path(path).is_file():
             parser.error(f"{name} file not found: {path}")
-    rmin, rmax = args.range
-    if not 0.0 <= rmin < rmax:
-        parser.error(f"--range needs 0 <= RMIN < RMAX, got {rmin:g} {rmax:g}")
     if args.output.suffix.lower() not in OUTPUT_SUFFIXES:
         parser.error(f"--output must end in .csv, .npz, .h5 or .hdf5, got {str(args.output)!r}")
     _check_writable(parser, "--output", args.output)
@@ -238,8 +246,6 @@ def _check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
                          "(or use .csv or .npz)")
     if args.n_workers is not None and args.backend == "serial":
         parser.error("--n-workers needs a parallel --backend (multiprocessing, dask, ...)")
-    if args.coordination and args.plot is None:
-        parser.error("--coordination needs --plot FILE")
     if args.plot is not None:
         _check_plot(parser, args.plot)
         _check_writable(parser, "--plot", args.plot)

@@ -18,17 +18,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .cli import (
-    OUTPUT_SUFFIXES,
     PROG,
     CLIError,
     _backend,
     _blocks,
-    _check_plot,
-    _check_writable,
-    _cuda_problem,
     _device,
     _positive_int,
     _select,
+    check_run_args,
     cli_message,
 )
 
@@ -99,25 +96,6 @@ def build_command_parser(cls) -> argparse.ArgumentParser:
     output.add_argument("--no-progress", action="store_true",
                         help="do not show a progress bar")
     return parser
-
-
-def _check(parser, args) -> None:
-    for name in ("topology", "trajectory"):
-        path = getattr(args, name)
-        if path is not None and not Path(path).is_file():
-            parser.error(f"{name} file not found: {path}")
-    if args.output.suffix.lower() not in OUTPUT_SUFFIXES:
-        parser.error(f"--output must end in .csv, .npz, .h5 or .hdf5, got {str(args.output)!r}")
-    _check_writable(parser, "--output", args.output)
-    if args.n_workers is not None and args.backend == "serial":
-        parser.error("--n-workers needs a parallel --backend (multiprocessing, dask, node)")
-    if args.plot is not None:
-        _check_plot(parser, args.plot)
-        _check_writable(parser, "--plot", args.plot)
-    if args.device.startswith("cuda"):
-        problem = _cuda_problem(args.device, in_this_process=args.backend == "serial")
-        if problem is not None:
-            parser.error(f"--device {args.device}: {problem}; use --device cpu or --device auto")
 
 
 def _universe(args, demo):
@@ -199,7 +177,7 @@ def main_command(name: str, argv: Sequence[str]) -> int:
     cls = commands()[name]
     parser = build_command_parser(cls)
     args = parser.parse_args(list(argv))
-    _check(parser, args)
+    check_run_args(parser, args)
     try:
         _run(cls, args)
     except Exception as exc:  # noqa: BLE001 - any failure is a message, not a traceback
