@@ -5,7 +5,7 @@ MDAnalysis's InterRDF counts."""
 
 import numpy as np
 import pytest
-from conftest import load_universe
+from conftest import datafile, load_universe
 
 from mdakit_fastrdf.analysis.base import PairHistogramBase, PairLayout
 from mdakit_fastrdf.analysis.declarations import (
@@ -130,6 +130,7 @@ def test_debye_subcommand_writes_its_q_tables(tmp_path, capsys):
 
 
 def test_debye_subcommand_q_grid_errors(tmp_path, capsys):
+    datafile("PSF", "DCD")  # the command's default files: skips where they were not carried
     rc = main(["debye", "--stop", "1", "--q", "0.1", "0.5", "2.5", "--no-progress",
                "-o", str(tmp_path / "x.npz")])
     assert rc == 1 and "N must be a positive integer" in capsys.readouterr().err

@@ -183,3 +183,60 @@ def test_cells_flush_with_queued_pairs():
     assert launch["method"] == "cells" and launch["rule"] == "filter"
     assert launch["settled"] == n * (n - 1) // 2
     assert int(out[0, 0]) == n * n and int(out[0, 1:].sum()) == 0
+
+
+def test_sqrt_approx_error_is_measured():
+    """The filter from 0 bins with the hardware's approximate root and builds its bound on the
+    largest relative error that root shows over every positive normal float of this device:
+    measured once (the same value again), a few ulp at most (PTX documents the instruction as
+    approximate only), and the bound of a frame from 0 covers it: at least the CPU's bound."""
+    m = _cuda_module()
+    e = m.sqrt_approx_error(0)
+    assert 0.0 < e < 2.0**-20
+    assert m.sqrt_approx_error(0) == e
+    rng = np.random.default_rng(5)
+    problem = make_problem(rng, "none", sizes=(500, 700), pairs=((0, 1),), nbins=3000)
+    _, lf = _run(problem, "auto")
+    from mdakit_fastrdf.engine import Engine
+
+    cpu = Engine("cpu", "double", 1, method="allpairs")
+    coords, offsets, pairs, edges, box, labels = problem
+    cpu.accumulate(coords, offsets, pairs, edges, box, labels,
+                   np.zeros((1, len(edges) - 1), np.uint64))
+    assert lf["filter_delta"] >= cpu._impl.last_filter[0] > 0
+
+
+@pytest.mark.parametrize("launch", list(LAUNCHES))
+@pytest.mark.parametrize("box_name", ["none", "none-below", "ortho", "triclinic"])
+def test_pairs_around_rmax(monkeypatch, box_name, launch):
+    """Every float32 distance within a few bounds of r_max, either side (from 0: the GPU's
+    coordinate of the approximate root may put a pair whose CPU coordinate is in the widened
+    range beyond bin nbins; such pairs must be flagged, never counted in the last bin): the
+    float64 brute force, the all-double kernel and the CPU agree with the filter."""
+    edges = reference_edges(600, (0.0, 12.0))
+    rmax = np.float32(edges[-1])
+    below = box_name == "none-below"  # below r_max only (no box: dense tiles where they fit)
+    box_name = "none" if below else box_name
+    steps = np.arange(-400, 0 if below else 401)
+    # float32 neighbours of r_max, k steps away
+    bits = rmax.view(np.int32) + steps.astype(np.int32)
+    xs = bits.astype(np.int32).view(np.float32)
+    n_origin = 2048 if launch in ("threads-1024", "packed", "packed-sweeps") else 512
+    coords = np.zeros((n_origin + len(xs), 3), np.float32)
+    coords[n_origin:, 0] = xs
+    offsets = np.array([0, n_origin, len(coords)], np.int64)
+    if box_name == "none":
+        box = Box(NO_BOX)
+    else:
+        from mdakit_fastrdf.engine import prepare_box
+
+        box = prepare_box(BOXES[box_name])
+    problem = (coords, offsets, np.array([[0, 1]], np.int32), edges, box, None)
+    ref = brute_force_counts(np.zeros((1, 3), np.float32),
+                             xs.reshape(-1, 1) * np.array([[1, 0, 0]], np.float32),
+                             BOXES[box_name], edges, mdanalysis_path=False) * n_origin
+    out, lf = _run(problem, launch, monkeypatch=monkeypatch)
+    assert lf["rule"] == "filter"
+    np.testing.assert_array_equal(out[0].astype(np.int64), ref)
+    np.testing.assert_array_equal(out, _run(problem, launch, scale=0.0, monkeypatch=monkeypatch)[0])
+    np.testing.assert_array_equal(out, _cpu(problem))

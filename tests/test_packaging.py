@@ -51,7 +51,7 @@ def pyproject():
 
 def source_version():
     text = (ROOT / "mdakit_fastrdf" / "_version.py").read_text(encoding="utf-8")
-    return re.search(r'^__version__ = "([^"]+)"$', text, re.M).group(1)
+    return re.search(r'^__version__ = "([^"]+)"$', text, re.MULTILINE).group(1)
 
 
 def run(cmd, **kwargs):
@@ -107,7 +107,7 @@ def included_files(paths, root=ROOT):
             continue
         seen.add(path)
         for name in re.findall(r'^\s*#\s*include\s+"([^"]+)"', path.read_text(encoding="utf-8"),
-                               re.M):
+                               re.MULTILINE):
             for base in [path.parent, *include_dirs]:
                 if (base / name).is_file():
                     todo.append((base / name).resolve())
@@ -147,6 +147,11 @@ def sdist(tmp_path_factory):
         pytest.skip("needs the 'build' package (the test extra has it)")
     proc = run([sys.executable, "-m", "build", "--sdist", "--outdir", str(out), str(ROOT)],
                cwd=out)
+    offline = "No matching distribution found" in proc.stdout + proc.stderr
+    if proc.returncode != 0 and offline and not os.environ.get("CI"):
+        # (the isolated build environment needs the package index: the lent GPU machines have
+        # none; CI has one, and there this is a failure)
+        pytest.skip("the sdist's build requirements cannot be installed here (no package index)")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (path,) = out.glob("*.tar.gz")
     return path
@@ -185,7 +190,7 @@ def test_sdist_metadata(sdist):
     assert "\nRequires-Python: >=3.10\n" in pkg_info
     for req in pyproject()["project"]["dependencies"]:
         name, spec = split_requirement(req)
-        assert re.search(rf"^Requires-Dist: {name}{re.escape(spec)}$", pkg_info, re.M | re.I), req
+        assert re.search(rf"^Requires-Dist: {name}{re.escape(spec)}$", pkg_info, re.MULTILINE | re.IGNORECASE), req
 
 
 @pytest.fixture(scope="module")
@@ -285,7 +290,7 @@ def check_wheel_in_fresh_venv(wheel, tmp_path):
     info = run([cli, "--info"], env=env, cwd=tmp_path)
     assert info.returncode == 0, info.stderr
     print(info.stdout)
-    lines = dict(re.findall(r"^(\w+)\s*:\s*(.*)$", info.stdout, re.M))
+    lines = dict(re.findall(r"^(\w+)\s*:\s*(.*)$", info.stdout, re.MULTILINE))
     variants = lines["cpu_isa"].split(", ")
     assert variants[0] == "baseline"
     if platform.machine() in ("x86_64", "AMD64"):

@@ -2,12 +2,10 @@
 (mdakit_fastrdf.analysis.scattering) against values typed from published tables and
 closed forms, never computed by periodictable or the package."""
 
-import warnings
 
-import MDAnalysis as mda
 import numpy as np
 import pytest
-from MDAnalysisTests.datafiles import DCD, PSF
+from conftest import load_universe
 
 from mdakit_fastrdf.analysis import scattering as sc
 
@@ -108,9 +106,7 @@ def test_weight_errors(call, match):
 
 
 def _adk():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return mda.Universe(PSF, DCD)
+    return load_universe("PSF", "DCD")  # skips where the data files were not carried
 
 
 def test_elements_missing_or_unknown_name_the_atoms():

@@ -123,6 +123,7 @@ struct Histogrammer::Impl {
     // FASTRDF_CUDA_DOUBLE_FILTER=off for measurements); plan_filter: the launch shapes keep
     // room for the filter's queues (double-precision problems while the filter is on)
     double double_filter = 1.0;
+    double sqrt_err = -1.0;  // sqrt_approx_error of the device (measured at the first use)
     bool plan_filter = false;
     double plan_pairs = 0;  // pairs of the problem plan() last built its tasks for
     std::vector<float4> staging;   // the packed frame before its spatial sort
@@ -582,6 +583,9 @@ struct Histogrammer::Impl {
     // 0: the flag is |f - (trunc f + 1/2)| >= near) or d (|f - rint f| <= d). False when no such
     // rule can be built (then the frame runs all in double). See docs/design.rst, section "The
     // float filter on the GPU".
+    // the frame's filter runs from 0 (FilterFrom0, the approximate root; as with_rule decides)
+    static bool filter_from0(const FloatRule<false>& fr) { return fr.rmin == 0.f && fr.lo2 == 0.f; }
+
     bool build_filter_rule(const FrameProblem& p, double delta, FloatRule<false>& fr, float& near) const {
         const Binning<float> bin = make_binning<float>(p, edges_f.data());
         if (!(bin.norm < 1e12f) || !(delta >= 0.0)) return false;
@@ -770,8 +774,20 @@ struct Histogrammer::Impl {
         FloatRule<false> filter_fr{};
         float filter_near = 0.f;
         if (want_filter && n > 0) {
-            delta = double_filter * double_filter_delta(p, frame_images_from(plo, phi, max_abs));
+            const FrameImages fi = frame_images_from(plo, phi, max_abs);
+            delta = double_filter * double_filter_delta(p, fi);
             if (delta >= 0.0 && !build_filter_rule(p, delta, filter_fr, filter_near)) delta = -1.0;
+            if (delta >= 0.0 && filter_from0(filter_fr)) {
+                // from 0 the filter's coordinate takes the approximate root (filter.cuh): the
+                // bound with the error measured on this device, and at least the CPU's (the
+                // widened range is the CPU coordinate's)
+                if (sqrt_err < 0.0) sqrt_err = sqrt_approx_error(device);
+                const double root_u = sqrt_err * 0x1p24 * (1.0 + 0x1p-20) + 0x1p-20;
+                const double dg = double_filter_delta(p, fi, FilterArithmetic{root_u, 2.0});
+                delta = dg >= 0.0 ? std::max(delta, double_filter * dg) : -1.0;
+                if (delta >= 0.0 && !build_filter_rule(p, delta, filter_fr, filter_near)) delta = -1.0;
+                if (delta >= 0.0 && !filter_from0(filter_fr)) delta = -1.0;  // (cannot happen)
+            }
         }
         const bool filter = delta >= 0.0;
         bool use_cells = false;
@@ -859,7 +875,9 @@ struct Histogrammer::Impl {
                 using BoxD = std::decay_t<decltype(box_d)>;
                 auto go = [&](const auto& fr) {
                     using FR = std::decay_t<decltype(fr)>;
-                    const FilterRule<FR, BoxD> rule{fr, filter_near, box_d, ExactRule<double>{bin_d}};
+                    // hlim = 2^23 + nbins - 1 (from 0: the flag's clamp, filter.cuh)
+                    const float hlim = static_cast<float>(8388608.0 + double(p.nbins) - 1.0);
+                    const FilterRule<FR, BoxD> rule{fr, filter_near, box_d, ExactRule<double>{bin_d}, hlim};
                     if (use_cells) {
                         if (n_cell_tasks > 0)
                             launch_cells<float>(launch, ca, box_f, rule, labels, n_cell_tasks, compute);
@@ -867,7 +885,7 @@ struct Histogrammer::Impl {
                         launch_allpairs<float>(launch, a, box_f, rule, labels, n_tasks, compute);
                     }
                 };
-                if (filter_fr.rmin == 0.f && filter_fr.lo2 == 0.f)  // from 0 (as with_rule)
+                if (filter_from0(filter_fr))  // from 0 (as with_rule)
                     go(FloatRule<true>{filter_fr.lo2, filter_fr.hi2, filter_fr.rmin, filter_fr.norm,
                                        filter_fr.last});
                 else

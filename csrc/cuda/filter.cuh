@@ -32,11 +32,17 @@ namespace detail {
 //   predicated OR); returns take and not flagged (the float count). A pair in range and not
 //   flagged has f in (k + delta, k + 1 - delta) for some bin k < nbins: its float bin is the
 //   double one.
-// From 0 (f >= 0): h = 2^23 + trunc(f) (the truncation's own addition), c = h - (2^23 - 1/2)
-// = trunc(f) + 1/2 exactly, g = |f - c| (exact for f >= 1/4, Sterbenz; rounded, monotone, below)
-// and the flag is g >= near, near = the largest float <= 1/2 - delta: two additions and one
-// comparison, no conversion unit. Otherwise g = |f - rint(f)| (exact) and the flag is
-// g <= near = delta.
+// From 0 the coordinate is not the CPU's: f = r * norm (exact, never rounded) of the hardware's
+// approximate root r = sqrt_approx(r2) (one MUFU instruction where the CPU's root takes six),
+// and delta covers that root's error as measured on the device (double_filter_delta with
+// FilterArithmetic{root_u, 2}). h = fl_rz(r * norm + 2^23) = 2^23 + floor(f) (one FFMA:
+// the bin), c = min(h, hlim) - (2^23 - 1/2) = min(floor f, nbins - 1) + 1/2 exactly,
+// g = |fl(r * norm - c)| (one FFMA: rounded once, monotone) and the flag is g >= near, near =
+// the largest float <= 1/2 - delta. A pair with floor(f) >= nbins has g >= 1/2: flagged too,
+// so no unflagged pair reaches the counter of bin nbins (whose pairs the flush adds to bin
+// nbins - 1). Otherwise (r_min > 0) f is the CPU's float coordinate, g = |f - rint(f)|
+// (exact) and the flag is g <= near = delta. Why these give the all-double kernel's counts:
+// docs/design.rst, section "The float filter on the GPU".
 template <class FR, class BoxD>
 struct FilterRule {
     static constexpr uint32_t kBias = FR::kBias;
@@ -45,15 +51,19 @@ struct FilterRule {
     float near;
     BoxD box_d;                // the frame's box in double (settle)
     ExactRule<double> exact;   // numpy's bins of the double distance (settle)
+    float hlim = 0.f;          // from 0: 2^23 + nbins - 1 (exact)
     __device__ __forceinline__ bool raw(float r2, uint32_t& u, float& g) const {
         const bool in = fr.in_range(r2);
-        const float f = fr.coordinate(r2);
-        const float h = __fadd_rz(f, 8388608.0f);
-        u = __float_as_uint(h);
-        if constexpr (kZeroMin)
-            g = fabsf(__fadd_rn(f, -__fadd_rn(h, -8388607.5f)));
-        else
+        if constexpr (kZeroMin) {
+            const float r = sqrt_approx(r2);
+            const float h = __fmaf_rz(r, fr.norm, 8388608.0f);
+            u = __float_as_uint(h);
+            g = fabsf(__fmaf_rn(r, fr.norm, -__fadd_rn(fminf(h, hlim), -8388607.5f)));
+        } else {
+            const float f = fr.coordinate(r2);
+            u = __float_as_uint(__fadd_rz(f, 8388608.0f));
             g = fabsf(__fadd_rn(f, -rintf(f)));
+        }
         return in;
     }
     // the unbiased bin clamped to nbins - 1 (windows, global kernel)

@@ -155,6 +155,9 @@ PYBIND11_MODULE(_fastrdf_cuda, m) {
     });
     m.def("devices", &devices);
     m.def("runtime_version", &gpu::runtime_version);
+    // the largest relative error of the device's approximate root over every positive normal
+    // float (the float filter of double precision builds its bound on it; tests)
+    m.def("sqrt_approx_error", &gpu::sqrt_approx_error, py::arg("device") = 0);
     m.def("driver_version", &gpu::driver_version);
     m.attr("architectures") = FASTRDF_CUDA_ARCHS;
     // The names of the all-pairs kernels (kernel=...), for the Python engine

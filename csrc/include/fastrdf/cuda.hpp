@@ -39,6 +39,11 @@ struct DeviceInfo {
 int device_count(std::string* why);
 DeviceInfo device_info(int device);
 int runtime_version();
+// The largest relative error of the device's approximate square root (sqrt_approx,
+// float_rule.cuh) over every positive normal float, against the double root: measured once per
+// device and process (~2e9 evaluations, a few ms), the bound the float filter of double
+// precision builds on (kernel_api.hpp, double_filter_delta).
+double sqrt_approx_error(int device);
 int driver_version();
 
 enum class KernelChoice : int {

@@ -284,7 +284,20 @@ inline double shift_error(const FrameProblem& p, const FrameImages& fi) {
     return worst * (1.0 + 0x1p-40) + 8.0 * ud * aabs;
 }
 
-inline double double_filter_delta(const FrameProblem& p, const FrameImages& fi) {
+// The float arithmetic a bound of double_filter_delta covers. root_u: the relative error of
+// the square root in units of u = 2^-24 (1: correctly rounded, as on the CPU; the GPU filter
+// from 0 takes the hardware's approximate root and the error measured on its device,
+// sqrt_approx_error). coord_u: the relative error of the bin coordinate from r, in u (3 covers
+// the CPU's fl(fl(r - rmin) norm32): norm32's rounding and the product's, with room; 2 the GPU
+// filter's fused r * norm32 from 0, whose only rounding is norm32's). See docs/design.rst,
+// section "The float filter's bound".
+struct FilterArithmetic {
+    double root_u = 1.0;
+    double coord_u = 3.0;
+};
+
+inline double double_filter_delta(const FrameProblem& p, const FrameImages& fi,
+                                  const FilterArithmetic& arith = FilterArithmetic{}) {
     constexpr double u = 0x1p-24;
     const double rmin = p.edges[0], rmax = p.edges[p.nbins];
     const double norm = p.nbins / (rmax - rmin);
@@ -310,12 +323,14 @@ inline double double_filter_delta(const FrameProblem& p, const FrameImages& fi) 
     // the terms in r: sum of squares and root 2.6u, the image's subtractions sqrt(3) u
     // (orthorhombic), 3 sqrt(3) u (MDAnalysis's scaled form), 2 sqrt(3) u (triclinic)
     const double kr = p.box_kind == kNoBox ? 2.7 : p.box_kind == kOrtho ? 4.4 : p.box_kind == kOrthoScaled ? 7.9 : 6.2;
+    // (a root less exact than the correctly rounded one adds its excess)
+    const double kr_root = kr + std::max(arith.root_u - 1.0, 0.0);
     const double r = rabs + 1.0 / norm;
     // the shift: tried over the frame's image indices (shift_error), else the analytic 4u img
     const double e_try = shift_error(p, fi);
     const double e_shift = e_try >= 0.0 ? e_try : 4.0 * u * img;
-    const double e_r = e_shift + 6.0 * u * img_max + kr * u * r + 1e-18;
-    const double delta = 2.0 * (norm * e_r + 3.0 * u * (p.nbins + 1.0) + u * std::fabs(rmin) * norm +
+    const double e_r = e_shift + 6.0 * u * img_max + kr_root * u * r + 1e-18;
+    const double delta = 2.0 * (norm * e_r + arith.coord_u * u * (p.nbins + 1.0) + u * std::fabs(rmin) * norm +
                                 8.0 * 0x1p-52 * rabs * norm + 1e-10 * (p.nbins + 1.0));
     return delta < 0.1 ? delta : -1.0;
 }
