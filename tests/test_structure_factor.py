@@ -19,7 +19,7 @@ import types
 import MDAnalysis as mda
 import numpy as np
 import pytest
-from conftest import make_universe, random_positions_in_box, requires_gpu
+from conftest import box_matrix, make_universe, random_positions_in_box, requires_gpu
 
 from mdakit_fastrdf.analysis.structure_factor import (
     StructureFactor,
@@ -147,16 +147,31 @@ def _edges_centres(q_range, qbins):
 # -- the transform ---------------------------------------------------------------------------
 
 
-def test_transform_matches_numpy_transform_of_interrdf(liquid):
+def _np_window(name, r, rmax, width=None):
+    """The windows written out: Lorch's sin(x)/x, x = pi r / r_max; the cosine taper 1 up to
+    r_max - w, then (1 + cos(pi (r - r_max + w) / w)) / 2."""
+    if name == "lorch":
+        return np.sin(np.pi * r / rmax) / (np.pi * r / rmax)
+    width = rmax / 2 if width is None else width
+    start = rmax - width
+    return np.where(r <= start, 1.0, 0.5 * (1.0 + np.cos(np.pi * (r - start) / width)))
+
+
+@pytest.mark.parametrize("window, width", [("cosine", None), ("lorch", None),
+                                           ("cosine", 1.5)])
+def test_transform_matches_numpy_transform_of_interrdf(liquid, window, width):
     """One species: S(q) - 1 = rho (1 - 1/N) sum_k V_k (g_k - 1) W_k sinc(q r_k) with
-    MDAnalysis's g(r) (self pairs excluded), to rounding. r_max <= 0.3 box lengths, where
-    MDAnalysis takes its grid search and its counts are ours exactly."""
+    MDAnalysis's g(r) (self pairs excluded), to rounding, for each window (the cosine one,
+    the default, with its default width r_max / 2 and with another). r_max <= 0.3 box
+    lengths, where MDAnalysis takes its grid search and its counts are ours exactly."""
     from MDAnalysis.analysis.rdf import InterRDF
 
     a = liquid.select_atoms("name A")
     rmax, nbins = 6.5, 650
+    kw = {} if window == "cosine" and width is None else {"window": window,
+                                                          "taper_width": width}
     sf = StructureFactor(a, by="name", nbins=nbins, range=(0.0, rmax), q_range=(0.0, 12.0),
-                         qbins=60, q_crossover=None).run()
+                         qbins=60, q_crossover=None, **kw).run()
     mda_rdf = InterRDF(a, a, nbins=nbins, range=(0.0, rmax), exclusion_block=(1, 1)).run()
     g, edges = mda_rdf.results.rdf, mda_rdf.results.edges
     r = 0.5 * (edges[:-1] + edges[1:])
@@ -164,7 +179,7 @@ def test_transform_matches_numpy_transform_of_interrdf(liquid):
     n = len(a)
     rho = n / np.mean([ts.volume for ts in liquid.trajectory])
     q = sf.results.q
-    w = np.sin(np.pi * r / rmax) / (np.pi * r / rmax)
+    w = _np_window(window, r, rmax, width)
     sinc = np.sin(np.outer(q, r)) / np.outer(q, r)
     ref = 1.0 + rho * (1.0 - 1.0 / n) * (sinc @ (shell * (g - 1.0) * w))
     assert np.array_equal(sf.results.count[0], mda_rdf.results.count)
@@ -248,6 +263,85 @@ def test_freud_direct_takes_the_positive_octant():
     with np.errstate(invalid="ignore"):
         ref = np.bincount(ib, 1 + np.cos(k @ d), 15) / np.bincount(ib, minlength=15)
     np.testing.assert_allclose(sf.S_k[1:], ref[1:], rtol=1e-4)
+
+
+def _freud_direct_vectors(box_vectors, k_max):
+    """The integer n of the vectors freud 3.4's StaticStructureFactorDirect averages (all
+    of them: num_sampled_k_points=0, k_min=0), written from its source
+    (freud/diffraction/StaticStructureFactorDirect.cc, reciprocal_isotropic) in float32 as
+    it computes: k = 2 pi (n1 a* + n2 b* + n3 c*) with 0 <= n_i < ceil(k_max / |2 pi a_i*|)
+    and |k| <= k_max, n3 running from 0 (its lower bound is the root of a quadratic with a
+    negative discriminant: NaN, cast to 0) to below ceil(kz), kz the larger root of
+    |k_xy - kz 2 pi c*| = k_max. That root has the sign of k_xy . c* reversed (k_xy - kz c*
+    where the vector is k_xy + kz c*), so where k_xy . c* < 0 the loop stops short of the
+    sphere, and a negative root wraps to a large unsigned number (the loop then runs to
+    its cap). In a cube k_xy . c* = 0 and the set is the whole octant; in a triclinic box it
+    is a part of it."""
+    f32 = np.float32
+    h = np.asarray(box_vectors, dtype=np.float32)
+    recip = np.linalg.inv(h.astype(np.float64).T).astype(np.float32)  # rows a*, b*, c*
+    two_pi = f32(2 * np.pi)
+    q_max = f32(k_max) / two_pi
+    limit = np.ceil(q_max / np.linalg.norm(recip.astype(np.float64), axis=1).astype(
+        np.float32)).astype(int)
+    bx, by, bz = (two_pi * recip[i] for i in range(3))
+    a = f32(np.dot(bz, bz))
+    out = []
+    for n1 in range(limit[0]):
+        for n2 in range(limit[1]):
+            kxy = f32(n1) * bx + f32(n2) * by
+            half_b = f32(-2) * f32(np.dot(kxy, bz)) / (f32(2) * a)
+            c_max = f32(np.dot(kxy, kxy)) - f32(k_max) * f32(k_max)
+            with np.errstate(invalid="ignore"):
+                root = np.ceil(-half_b + np.sqrt(half_b * half_b - c_max / a))
+            top = 0 if np.isnan(root) else int(root) % 2 ** 32  # float -> unsigned, x86-64
+            for n3 in range(min(top, limit[2])):
+                k = kxy + f32(n3) * bz
+                if f32(np.dot(k, k)) / two_pi / two_pi <= q_max * q_max:
+                    out.append((n1, n2, n3))
+    return np.array(out, dtype=np.int32).reshape(-1, 3)
+
+
+def test_freud_direct_vectors_triclinic(kspace):
+    """freud's direct S(k) in a triclinic box (the rhombic dodecahedron of the adk system,
+    30 Å) is the mean of |A(k)|^2/N over the vectors _freud_direct_vectors gives: our
+    amplitudes on exactly those vectors reproduce it to its float32 rounding (1e-6
+    measured), over frames and bins. And that set misses part of the octant n >= 0 (more as
+    k grows): freud's bins hold fewer vectors than the octant's, under a quarter of ours
+    (every vector), so its bins carry more sampling noise."""
+    freud = pytest.importorskip("freud")
+    dims = np.array([30.0, 30.0, 30.0, 60.0, 60.0, 90.0])
+    rng = np.random.default_rng(3)
+    coords = random_positions_in_box(rng, 400, dims, n_frames=3)
+    box_vectors = box_matrix(dims, np.float64)
+    k_max, bins = 3.0, 30
+    edges = np.linspace(0.0, k_max, bins + 1)
+    n = _freud_direct_vectors(box_vectors, k_max)
+    n = n[np.any(n != 0, axis=1)]  # freud's k = 0 sits in its first bin: S = N
+    kmag = np.linalg.norm(2 * np.pi * n @ np.linalg.inv(box_vectors).T, axis=1)
+    ib = np.searchsorted(edges, kmag, side="right") - 1
+    engine = kspace.KSpaceEngine(device="cpu")
+    direct = freud.diffraction.StaticStructureFactorDirect(bins=bins, k_max=k_max, k_min=0)
+    fbox = freud.box.Box.from_matrix(box_vectors.T)
+    total = np.zeros(bins)
+    for f, pos in enumerate(coords):
+        direct.compute((fbox, pos.copy()), reset=(f == 0))
+        amp = engine.amplitudes(pos, np.array([0, len(pos)]), box_vectors, n)[0]
+        total += np.bincount(ib, np.abs(amp) ** 2 / len(pos), bins)
+    count = np.bincount(ib, minlength=bins)
+    held = count > 0
+    assert held[4:].all()
+    mine = total[held] / (count[held] * len(coords))
+    np.testing.assert_allclose(direct.S_k[held], mine, rtol=1e-5, atol=1e-6)
+    # the set is a part of the octant n >= 0, and of every vector (ours)
+    n_all, k_all = kspace.reciprocal_vectors(box_vectors, q_max=k_max)
+    octant = np.all(n_all >= 0, axis=1)
+    assert {tuple(v) for v in n} < {tuple(v) for v in n_all[octant]}
+    per_bin_octant = np.histogram(k_all[octant], bins=edges)[0]
+    per_bin_all = np.histogram(k_all, bins=edges)[0]
+    assert count[-1] < 0.5 * per_bin_octant[-1]
+    assert np.all(count[1:] <= per_bin_octant[1:])
+    assert count[1:].sum() < 0.25 * per_bin_all[1:].sum()
 
 
 def test_direct_against_freud_direct(liquid, kspace):
@@ -413,7 +507,8 @@ def test_ideal_gas_is_one(gas, kspace):
     order. Every bin within 5 standard errors."""
     q_range, qbins = (0.0, 6.0), 30
     sf = StructureFactor(gas.atoms, by="name", nbins=1200, range=(0.0, 12.0),
-                         q_range=q_range, qbins=qbins, q_crossover=2.0).run()
+                         q_range=q_range, qbins=qbins, q_crossover=2.0,
+                         window="lorch").run()
     res = sf.results
     nf = len(gas.trajectory)
     direct = np.isfinite(res.partials_direct[0])
@@ -527,6 +622,12 @@ def test_bad_input(liquid):
         StructureFactor(ag, by="name", range=(1.0, 10.0))
     with pytest.raises(ValueError, match="window"):
         StructureFactor(ag, window="hann", **kw)
+    for width in (0.0, -1.0, 10.5, np.nan, "5", True):
+        with pytest.raises(ValueError, match="taper_width"):
+            StructureFactor(ag, window="cosine", taper_width=width, **kw)
+    with pytest.raises(ValueError, match="taper of window='cosine'"):
+        StructureFactor(ag, window="lorch", taper_width=2.0, **kw)
+    assert StructureFactor(ag, **kw).taper_width == 5.0  # default: r_max / 2
     with pytest.raises(ValueError, match="q_crossover"):
         StructureFactor(ag, q_crossover=-1.0, **kw)
     with pytest.raises(ValueError, match="qbins"):

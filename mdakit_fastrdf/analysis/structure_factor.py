@@ -24,10 +24,11 @@ from .declarations import Command, Curve, Field, Option, Table
 from .scattering import sinc_transform, species_elements, species_weights
 from .species import SpeciesRDF, _pair_index, _pair_labels, _species_index
 
-__all__ = ["StructureFactor", "bhatia_thornton", "faber_ziman_total", "lorch_window"]
+__all__ = ["StructureFactor", "bhatia_thornton", "cosine_window", "faber_ziman_total",
+           "lorch_window"]
 
 #: Windows of the transform.
-WINDOWS = ("lorch", "none")
+WINDOWS = ("cosine", "lorch", "none")
 
 
 def _summary(sf):
@@ -50,6 +51,57 @@ def lorch_window(r, r_max) -> np.ndarray:
     (1 at :math:`r = 0`, 0 at :math:`r_\mathrm{max}`; E. Lorch, *J. Phys. C* **2**, 229
     (1969))."""
     return np.sinc(np.asarray(r, dtype=np.float64) / float(r_max))
+
+
+def cosine_window(r, r_max, width=None) -> np.ndarray:
+    r"""A window flat up to :math:`r_\mathrm{max} - w` and tapered by half a cosine over the
+    last :math:`w` of the range (a one-sided Tukey window):
+
+    .. math::
+
+        W(r) = \begin{cases} 1, & r \le r_\mathrm{max} - w, \\
+        \tfrac12\bigl[1 + \cos\bigl(\pi\,(r - r_\mathrm{max} + w)/w\bigr)\bigr],
+        & r_\mathrm{max} - w < r \le r_\mathrm{max}, \end{cases}
+
+    (1 and flat at :math:`r_\mathrm{max} - w`, 0 with zero slope at
+    :math:`r_\mathrm{max}`).
+
+    Parameters
+    ----------
+    r : array_like
+        Distances, Å.
+    r_max : float
+        End of the range, Å.
+    width : float, optional
+        Taper width :math:`w`, Å, with :math:`0 < w \le r_\mathrm{max}` (default
+        :math:`r_\mathrm{max}/2`; :math:`w = r_\mathrm{max}` is the Hann window).
+
+    Returns
+    -------
+    numpy.ndarray
+
+    Examples
+    --------
+    >>> from mdakit_fastrdf.analysis.structure_factor import cosine_window
+    >>> cosine_window([0.0, 6.0, 9.0, 12.0], 12.0).round(6).tolist()
+    [1.0, 1.0, 0.5, 0.0]
+    """
+    r_max = float(r_max)
+    width = _check_taper_width(width, r_max)
+    x = np.clip((np.asarray(r, dtype=np.float64) - (r_max - width)) / width, 0.0, 1.0)
+    return 0.5 * (1.0 + np.cos(np.pi * x))
+
+
+def _check_taper_width(width, r_max):
+    """The taper width of the cosine window (default r_max / 2), checked."""
+    if width is None:
+        return 0.5 * r_max
+    if isinstance(width, bool) or not isinstance(width, numbers.Real) \
+            or not np.isfinite(width) or not 0 < width <= r_max * (1 + 1e-12):
+        raise ValueError(f"taper_width must be a number of Å with 0 < taper_width <= r_max "
+                         f"= {r_max:g} Å (the cosine window's taper over "
+                         f"[r_max - taper_width, r_max]), got {width!r}")
+    return min(float(width), r_max)
 
 
 def faber_ziman_total(partials, pairs, concentrations, weights):
@@ -197,9 +249,16 @@ class StructureFactor(SpeciesRDF):
         form factors, Waasmaier–Kirfel through ``periodictable``), ``'neutron'`` (coherent
         scattering lengths), or ``{species: number or callable of q}`` (see
         :func:`~mdakit_fastrdf.analysis.scattering.species_weights`).
-    window : {'lorch', 'none'} or None, optional
-        Keyword only. The window :math:`W(r)` of the transform: Lorch's (default) or none
-        (``None`` or ``'none'``: the plain truncated transform).
+    window : {'cosine', 'lorch', 'none'} or None, optional
+        Keyword only. The window :math:`W(r)` of the transform (Notes): ``'cosine'``
+        (default: flat, then half a cosine over the last `taper_width` of the range,
+        :func:`cosine_window`), ``'lorch'`` (Lorch's over the whole range,
+        :func:`lorch_window`) or none (``None`` or
+        ``'none'``: the plain truncated transform).
+    taper_width : float, optional
+        Keyword only. With ``window='cosine'``, the width :math:`w` of the taper over
+        :math:`[r_\mathrm{max} - w, r_\mathrm{max}]` in Å, :math:`0 < w \le
+        r_\mathrm{max}` (default :math:`r_\mathrm{max}/2`). Other windows take none.
     q_crossover : float, 'auto' or None, optional
         Keyword only. :math:`q_c` in Å⁻¹: q bins whose centre lies below it take the direct
         k-space sum; ``'auto'`` (default) is :math:`q_c = 5\pi / r_\mathrm{max}` (Notes);
@@ -285,8 +344,25 @@ class StructureFactor(SpeciesRDF):
     :math:`\pi/\Delta r` is a ValueError (use more bins). Below it the midpoint rule's
     relative error for a pair is about :math:`(q\Delta r)^2/24`.
 
-    *Window.* Lorch's window damps the truncation ripples (period :math:`2\pi/r_\mathrm{max}`)
-    at the price of a broadening of the peaks by about :math:`2\pi/r_\mathrm{max}`.
+    *Window.* A window damps the truncation ripples (period :math:`2\pi/r_\mathrm{max}`)
+    and broadens the peaks: the transform is the true :math:`S(q)` convolved with the
+    transform of :math:`W`. The default cosine window,
+
+    .. math::
+
+        W(r) = 1 \quad (r \le r_\mathrm{max} - w), \qquad
+        W(r) = \tfrac12\bigl[1 + \cos\bigl(\pi (r - r_\mathrm{max} + w)/w\bigr)\bigr]
+        \quad (r_\mathrm{max} - w < r \le r_\mathrm{max}),
+
+    with :math:`w = r_\mathrm{max}/2`, keeps the first half of :math:`g(r)` whole and
+    goes to zero smoothly (zero slope at :math:`r_\mathrm{max}`), so its kernel is
+    narrower than Lorch's :math:`W(r) = \sin(\pi r/r_\mathrm{max})/(\pi
+    r/r_\mathrm{max})`, which weights every distance below 1 and broadens the peaks by
+    about :math:`2\pi/r_\mathrm{max}`. On the water of the adk system (10 frames, against
+    the direct sum over every reciprocal vector) the cosine window put the main peak within
+    0.4–0.7 % at :math:`r_\mathrm{max}` = 12–28 Å where Lorch's was 1.1–3.6 % low, with
+    smaller ripples above :math:`q_c` (the documentation page "Structure factors" gives the
+    numbers).
 
     *Small q: the direct sum.* For a reciprocal vector :math:`\mathbf k \ne 0` of the box,
     with :math:`A_a(\mathbf k) = \sum_{j\in a} e^{i\mathbf k\cdot\mathbf r_j}`, the
@@ -379,10 +455,14 @@ class StructureFactor(SpeciesRDF):
             Option(("--weights",), "weights", {"choices": ("number", "xray", "neutron"),
                                                 "help": "weights of the total S(q) "
                                                         "(default: number)"}),
-            Option(("--window",), "window", {"choices": ("lorch", "none"),
+            Option(("--window",), "window", {"choices": ("cosine", "lorch", "none"),
                                               "help": "window of the transform "
-                                                      "(default: lorch)"},
+                                                      "(default: cosine)"},
                    convert=lambda v: None if v == "none" else v),
+            Option(("--taper-width",), "taper_width", {"type": float, "metavar": "W",
+                                                        "help": "taper of --window cosine "
+                                                                "over [r_max - W, r_max] in "
+                                                                "Å (default: r_max / 2)"}),
             Option(("--q-crossover",), "q_crossover", {"metavar": "Q",
                                                         "help": "below Q (1/Å) S(q) from the "
                                                                 "direct k-space sum; 'auto' "
@@ -393,8 +473,8 @@ class StructureFactor(SpeciesRDF):
     )
 
     def __init__(self, atomgroup, by="element", nbins=1500, range=(0.0, 15.0), *,
-                 qbins=200, q_range=(0.0, 10.0), weights="number", window="lorch",
-                 q_crossover="auto", device="auto", precision="double", n_threads=None,
+                 qbins=200, q_range=(0.0, 10.0), weights="number", window="cosine",
+                 taper_width=None, q_crossover="auto", device="auto", precision="double", n_threads=None,
                  method="auto", **kwargs):
         super().__init__(atomgroup, by, nbins, range, "rdf", None, True, device=device,
                          precision=precision, n_threads=n_threads, method=method, **kwargs)
@@ -426,8 +506,16 @@ class StructureFactor(SpeciesRDF):
         if window is None:
             window = "none"
         if not isinstance(window, str) or window.lower() not in WINDOWS:
-            raise ValueError(f"window must be 'lorch', 'none' or None, got {window!r}")
+            raise ValueError(f"window must be 'cosine', 'lorch', 'none' or None, got "
+                             f"{window!r}")
         self.window = window.lower()
+        if self.window == "cosine":
+            self.taper_width = _check_taper_width(taper_width, rmax)
+        elif taper_width is not None:
+            raise ValueError(f"taper_width={taper_width!r} is the taper of window='cosine'; "
+                             f"window={window!r} takes none (leave taper_width=None)")
+        else:
+            self.taper_width = None
         self.q_edges = np.linspace(q_lo, q_hi, int(qbins) + 1)
         self.q = 0.5 * (self.q_edges[:-1] + self.q_edges[1:])
         if isinstance(q_crossover, str):
@@ -521,6 +609,14 @@ class StructureFactor(SpeciesRDF):
         super()._normalise(res)
         res.update(self._structure_factors(res))
 
+    def _window(self, r, r_max):
+        """W(r) of the transform."""
+        if self.window == "lorch":
+            return lorch_window(r, r_max)
+        if self.window == "cosine":
+            return cosine_window(r, r_max, self.taper_width)
+        return np.ones_like(r)
+
     def _structure_factors(self, res):
         n_frames = self.n_frames
         volume = frame_sum(res.frame_volume) / n_frames
@@ -530,7 +626,7 @@ class StructureFactor(SpeciesRDF):
         n_pairs = np.asarray(res.n_pairs, dtype=np.float64)
         edges = np.asarray(res.edges, dtype=np.float64)
         r = 0.5 * (edges[:-1] + edges[1:])
-        w = lorch_window(r, edges[-1]) if self.window == "lorch" else np.ones_like(r)
+        w = self._window(r, edges[-1])
         excess = (res.count / n_frames
                   - n_pairs[:, None] * shell_volumes(edges)[None, :] / volume)
         scale = n_total / (n_atoms[a] * n_atoms[b])
@@ -577,6 +673,7 @@ class StructureFactor(SpeciesRDF):
         params.update({"qbins": len(self.q), "q_range": [float(self.q_edges[0]),
                                                          float(self.q_edges[-1])],
                        "weights": jsonable(weights), "window": self.window,
+                       "taper_width": self.taper_width,
                        "q_crossover": self.q_crossover, "elements": self._elements})
         return params
 
