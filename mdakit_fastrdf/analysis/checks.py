@@ -9,8 +9,17 @@ import numpy as np
 from ..engine import MAX_BINS
 
 __all__ = [
-    "EXCLUDE_SAME", "NORMALIZATION_MODES", "NORMS", "check_atomgroup", "check_exclude_same",
-    "check_keywords", "check_nbins", "check_norm", "check_normalization_mode", "check_range",
+    "EXCLUDE_SAME",
+    "NORMALIZATION_MODES",
+    "NORMS",
+    "check_atomgroup",
+    "check_exclude_same",
+    "check_keywords",
+    "check_nbins",
+    "check_norm",
+    "check_normalization_mode",
+    "check_range",
+    "is_updating",
 ]
 
 #: Normalisations of the histograms.
@@ -38,20 +47,31 @@ def check_keywords(cls_name, kwargs):
         )
 
 
-def check_atomgroup(ag, name):
-    """TypeError/ValueError unless ``ag`` is a static, non-empty AtomGroup."""
+def check_atomgroup(ag, name, *, updating=False):
+    """TypeError/ValueError unless ``ag`` is a non-empty AtomGroup; an UpdatingAtomGroup only
+    where the analysis accumulates its per-frame sizes (`updating`, InterRDF), and then it
+    may be empty in the current frame."""
     from MDAnalysis.core.groups import AtomGroup, UpdatingAtomGroup
 
     if not isinstance(ag, AtomGroup):
         raise TypeError(f"{name} must be an MDAnalysis AtomGroup, got {type(ag).__name__}")
     if isinstance(ag, UpdatingAtomGroup):
+        if updating:
+            return
         raise ValueError(
             f"{name} is an UpdatingAtomGroup; its size changes between frames, which the "
-            f"normalisation of InterRDF cannot describe. Pass a static AtomGroup "
-            f"(e.g. {name}.atoms) or select per frame yourself."
+            f"normalisation of this analysis cannot describe. Pass a static AtomGroup "
+            f"(e.g. {name}.atoms), or use InterRDF, which accumulates the sizes of each frame."
         )
     if len(ag) == 0:
         raise ValueError(f"{name} is an empty AtomGroup: select at least one atom")
+
+
+def is_updating(ag):
+    """Whether `ag` is an UpdatingAtomGroup (its atoms are selected again in every frame)."""
+    from MDAnalysis.core.groups import UpdatingAtomGroup
+
+    return isinstance(ag, UpdatingAtomGroup)
 
 
 def check_nbins(nbins, limit=MAX_BINS):

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .base import PairHistogramBase, PairLayout
+from .base import PairHistogramBase, PairLayout, frame_sum
 from .boxes import BOX_FIELDS, BoxStatistics
 from .checks import (
     EXCLUDE_SAME,
@@ -19,6 +19,7 @@ from .checks import (
     check_exclude_same,
     check_norm,
     check_normalization_mode,
+    is_updating,
 )
 from .declarations import Curve, Field, OutputSpec, Table, histogram_fields
 
@@ -512,8 +513,8 @@ class InterRDF(BoxStatistics, PairHistogramBase):
         unwrap=True,
         **kwargs,
     ):
-        check_atomgroup(g1, "g1")
-        check_atomgroup(g2, "g2")
+        check_atomgroup(g1, "g1", updating=True)
+        check_atomgroup(g2, "g2", updating=True)
         if g1.universe is not g2.universe:
             raise ValueError("g1 and g2 must belong to the same Universe")
         # MDAnalysis's order of checks: exclude_same, then norm, then the rest
@@ -531,6 +532,7 @@ class InterRDF(BoxStatistics, PairHistogramBase):
         self._set_compounds(compound, center, unwrap, exclude_same)
         self._exclusion_block = exclusion_block
         self.exclude_same = EXCLUDE_SAME.get(exclude_same)
+        self._updating = is_updating(g1) or is_updating(g2)
         if exclusion_block is not None:
             self._check_exclusion_block(exclusion_block)
         if not isinstance(backend, str) or backend.lower() not in _DISTANCE_BACKENDS:
@@ -542,8 +544,25 @@ class InterRDF(BoxStatistics, PairHistogramBase):
         self.backend = backend
         self.normalization_mode = check_normalization_mode(normalization_mode, self.norm,
                                                            "InterRDF")
-        if self.normalization_mode == "finite_size":
+        if self._updating:
+            self._check_updating()
+        elif self.normalization_mode == "finite_size":
             self._check_finite_size()
+
+    def _check_updating(self):
+        """What an UpdatingAtomGroup cannot be combined with (each a ValueError naming the
+        fix): the sizes of its frames are accumulated pair by pair, but compound centres,
+        exclusion blocks and finite_size assume the same atoms in every frame."""
+        if self._has_compounds():
+            raise ValueError(
+                f"compound={self.compound!r} cannot be combined with an UpdatingAtomGroup: the "
+                "compounds of a selection that changes every frame are not defined. Pass static "
+                "groups (e.g. g1.atoms), or select the centres' atoms per frame yourself")
+        if self.normalization_mode == "finite_size":
+            raise ValueError(
+                "normalization_mode='finite_size' cannot be combined with an "
+                "UpdatingAtomGroup; use normalization_mode='exact', whose N_pairs is then "
+                "summed over the frames")
 
     def _set_compounds(self, compound, center, unwrap, exclude_same):
         """Check and store `compound`, `center` and `unwrap`; the number of rows (atoms or
@@ -639,22 +658,33 @@ class InterRDF(BoxStatistics, PairHistogramBase):
         for v in (xa, xb):
             if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
                 raise ValueError(f"exclusion_block must hold two positive integers, got {block!r}")
-        na, nb = self._n_rows
+        if not self._updating:  # (an UpdatingAtomGroup: checked in every frame)
+            self._check_block_sizes(block, *self._n_rows)
+
+    def _check_block_sizes(self, block, na, nb, frame=None):
+        where = "" if frame is None else f" in frame {frame} (the groups are updating)"
+        xa, xb = block
         if na % xa or nb % xb:
             raise ValueError(
                 f"exclusion_block={tuple(block)!r} does not divide the group sizes "
-                f"(len(g1)={na}, len(g2)={nb}); each group must consist of whole blocks"
+                f"(len(g1)={na}, len(g2)={nb}){where}; each group must consist of whole blocks"
             )
         if na // xa != nb // xb:
             raise ValueError(
                 f"exclusion_block={tuple(block)!r} gives {na // xa} blocks in g1 but "
-                f"{nb // xb} in g2; both groups must hold the same number of blocks"
+                f"{nb // xb} in g2{where}; both groups must hold the same number of blocks"
             )
 
     # -- the base class's hooks ---------------------------------------------------------
     def _layout(self):
         """Two species and one pair; one species paired with itself when g1 is g2 (the
-        kernel then computes each unordered pair once and counts it twice)."""
+        kernel then computes each unordered pair once and counts it twice). With an
+        UpdatingAtomGroup: the atoms it selects in the current frame."""
+        if getattr(self, "_updating", False):
+            self._n_rows = [len(self.g1), len(self.g2)]
+            if self._exclusion_block is not None:
+                self._check_block_sizes(self._exclusion_block, *self._n_rows,
+                                        frame=self._ts.frame if hasattr(self, "_ts") else None)
         n1, n2 = self._n_rows
         xa, xb = self._exclusion_block or (None, None)
         same = (np.array_equal(self.g1.ix, self.g2.ix) and xa == xb
@@ -681,20 +711,59 @@ class InterRDF(BoxStatistics, PairHistogramBase):
         super()._allocate_counts(nbins)
         self.results.count_uint64 = self.results.count_uint64.reshape(nbins)
 
+    def _frame_rows(self):
+        # UpdatingAtomGroup: each frame's N_A, N_B and N_A N_B (see _n_pairs)
+        return {"frame_group_sizes": (3,)} if getattr(self, "_updating", False) else {}
+
+    def _single_frame(self):
+        if not self._updating:
+            return super()._single_frame()
+        # the atoms the groups select in this frame, then the base's frame on them
+        box = self._frame_box()
+        layout = self._layout_cache = self._layout()
+        layout.ix = np.ascontiguousarray(layout.ix, dtype=np.int64)
+        n = len(layout.ix)
+        if len(self._buf) < n:
+            self._buf = np.empty((max(n, 2 * len(self._buf)), 3), dtype=np.float32)
+        n1, n2 = self._n_rows
+        if n1 and n2:
+            coords = self._take_positions(layout.ix, self._buf[:n])
+            self._accumulate(coords, box)
+        self._store_frame("frame_group_sizes", (n1, n2, self._n_pairs_of(n1, n2)))
+        if self.norm == "rdf":
+            self.results.volume_cum += self._ts.volume
+
+    def _group_sizes(self):
+        """Mean N_A and N_B per frame of this run (or block): the sizes, or with an
+        UpdatingAtomGroup the means of each frame's."""
+        if not getattr(self, "_updating", False):
+            return self._n_rows
+        sums = frame_sum(self.results.frame_group_sizes)
+        return [sums[0] / self.n_frames, sums[1] / self.n_frames]
+
     def _frame_out(self, out, field="count_uint64", index=None):
         # the kernels write (pairs, nbins); InterRDF's counts are (nbins,)
         return super()._frame_out(out.reshape(1, -1) if out.ndim == 1 else out, field, index)
 
     def _n_pairs(self):
-        """N_pairs of norm="rdf", as MDAnalysis computes it."""
-        nA, nB = self._n_rows
+        """N_pairs of norm="rdf", as MDAnalysis computes it; with an UpdatingAtomGroup the
+        mean over the frames of N_A N_B (of this run, or of one block)."""
+        if getattr(self, "_updating", False):
+            # (N_A N_B less the excluded pairs of each frame)
+            return frame_sum(self.results.frame_group_sizes)[2] / self.n_frames
+        N = self._n_pairs_of(*self._n_rows)
+        if getattr(self, "normalization_mode", "exact") == "finite_size":
+            nA, nB = self._n_rows
+            N = nA * (nB - 1)  # N (N - 1): the ordered pairs of distinct atoms
+        return N
+
+    def _n_pairs_of(self, nA, nB):
+        """N_A N_B less the pairs exclusion_block leaves out, as MDAnalysis computes it."""
         N = nA * nB
         if self._exclusion_block:
             xA, xB = self._exclusion_block
             nblocks = nA / xA
             N -= xA * xB * nblocks
-        if getattr(self, "normalization_mode", "exact") == "finite_size":
-            N = nA * (nB - 1)  # N (N - 1): the ordered pairs of distinct atoms
         return N
 
     def _normalise(self, res):
@@ -702,11 +771,11 @@ class InterRDF(BoxStatistics, PairHistogramBase):
         res.n_pairs = self._n_pairs()
         res.rdf = self._normalised(res.count, res.n_pairs)
         res.cdf = np.cumsum(res.count) / self.n_frames
-        res.coordination = res.cdf / self._n_rows[0]
+        res.coordination = res.cdf / self._group_sizes()[0]
         self._set_densities(res)
 
     def _density_sizes(self):
-        return list(self._n_rows)
+        return list(self._group_sizes())
 
     def get_cdf(self):
         r"""The cumulative count per frame, :math:`\sum_{k' \le k} n_{k'} /
