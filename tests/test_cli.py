@@ -416,3 +416,27 @@ def test_help_tells_the_self_pair_default(capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert "--keep-self-pairs" in out
     assert "when -s1 and -s2 select the same atoms, 1 1" in out
+
+
+def test_updating_selections(tmp_path, capsys):
+    """--updating evaluates the selections in every frame: the counts and g(r) of InterRDF
+    run on UpdatingAtomGroups directly, the frame-averaged sizes in the summary."""
+    import warnings
+
+    import MDAnalysis as mda
+    from MDAnalysisTests.datafiles import TPR, XTC
+
+    from mdakit_fastrdf import InterRDF
+
+    sel = "name OW and around 5 protein"
+    assert main([TPR, XTC, "-s1", sel, "-s2", "name OW", "--updating", "--stop", "3",
+                 "--no-progress", "-o", str(tmp_path / "rdf.npz")]) == 0
+    out = capsys.readouterr().out
+    assert "atoms on average (--updating)" in out and "in the first frame" in out
+    data = mdakit_fastrdf.load(tmp_path / "rdf.npz")
+    u = mda.Universe(TPR, XTC)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = InterRDF(u.select_atoms(sel, updating=True), u.select_atoms("name OW")).run(stop=3)
+    np.testing.assert_array_equal(data.results.count, ref.results.count)
+    np.testing.assert_allclose(data.results.rdf, ref.results.rdf, rtol=1e-14)

@@ -439,7 +439,7 @@ def test_normalisation_page_code_runs(tmp_path, monkeypatch):
     namespace = {"__name__": "__docs__"}
     blocks = [b for b in code_blocks(page.read_text(encoding="utf-8"), page.name)
               if b.language == "python"]
-    assert len(blocks) == 3 and not any(b.marker for b in blocks)
+    assert len(blocks) == 4 and not any(b.marker for b in blocks)
     for block in blocks:
         exec(compile(few_frames(block.code), str(page), "exec"), namespace)  # noqa: S102 - the page's code
     rdf = namespace["rdf"]
@@ -447,3 +447,5 @@ def test_normalisation_page_code_runs(tmp_path, monkeypatch):
                         norm="density").run, stop=rdf.n_frames)
     np.testing.assert_allclose(namespace["density"], d.results.rdf, rtol=1e-12)
     assert namespace["same"] == namespace["shell"]
+    sizes = namespace["near"].results.frame_group_sizes  # the updating selection's block
+    assert sizes.shape == (namespace["near"].n_frames, 3) and len(set(sizes[:, 0])) > 1

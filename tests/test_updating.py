@@ -173,3 +173,21 @@ def test_adk_water_around_the_protein():
         ref4 += InterRDF(a, ow, range=(0.0, 10.0), nbins=50).run(start=f, stop=f + 1).results.count
     np.testing.assert_array_equal(r.results.count, ref4)
     assert len(set(r.results.frame_group_sizes[:, 0])) > 1  # the selection did change
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("precision", ["double", "single"])
+def test_gpu_gives_the_cpu_counts(precision):
+    """On the GPU (a new atom set every frame: the engine plans each frame again) the counts
+    of the CPU, bit for bit, in both precisions."""
+    u = load_universe("TPR", "XTC")
+    g1 = u.select_atoms("name OW and around 6 protein", updating=True)
+    ow = u.select_atoms("name OW")
+    kw = dict(range=(0.0, 10.0), nbins=200, precision=precision)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gpu = InterRDF(g1, ow, device="cuda", **kw).run(stop=5).results
+        cpu = InterRDF(g1, ow, device="cpu", **kw).run(stop=5).results
+    np.testing.assert_array_equal(gpu.count_uint64, cpu.count_uint64)
+    np.testing.assert_array_equal(gpu.frame_group_sizes, cpu.frame_group_sizes)

@@ -288,9 +288,12 @@ class InterRDF(BoxStatistics, PairHistogramBase):
 
     Parameters
     ----------
-    g1 : AtomGroup
-        First group of atoms.
-    g2 : AtomGroup
+    g1 : AtomGroup or UpdatingAtomGroup
+        First group of atoms. An UpdatingAtomGroup
+        (``u.select_atoms(..., updating=True)``) is selected again in every frame: each
+        frame histograms the atoms it holds then, and the normalisation takes the sizes of
+        each frame (Notes).
+    g2 : AtomGroup or UpdatingAtomGroup
         Second group of atoms (may be `g1` itself).
     nbins : int, optional
         Number of bins in the histogram. At most 4,000,000 (the kernels' limit; more is a
@@ -391,6 +394,9 @@ class InterRDF(BoxStatistics, PairHistogramBase):
         of bin :math:`k` of a `g1` atom: ``cdf / len(g1)`` (freud's ``n_r``).
     results.n_pairs : float
         :math:`N_\mathrm{pairs}` of ``norm='rdf'`` (below), whatever `norm`.
+    results.frame_group_sizes : numpy.ndarray
+        Only with an UpdatingAtomGroup: ``(n_frames, 3)``, each frame's :math:`N_A`,
+        :math:`N_B` and pairs (Notes), in frame order.
     results.rho : numpy.ndarray
         ``(2,)``: the frame-averaged number densities of `g1` and `g2` in Å⁻³,
         :math:`\rho_X = N_X / \langle V \rangle` (every `norm`; absent when a frame has no
@@ -431,6 +437,20 @@ class InterRDF(BoxStatistics, PairHistogramBase):
     :math:`= \rho_2 \int_0^{r_{k+1}} g_\mathrm{rdf}(r)\, 4\pi r^2 dr` (exact norm, no
     exclusions); :func:`first_shell` finds the first minimum of g(r) and
     :math:`n(r_\mathrm{min})`.
+
+    **Updating groups.** With an UpdatingAtomGroup the atoms of frame :math:`f` are
+    :math:`N_{A,f}` and :math:`N_{B,f}`; the counts are those of each frame's atoms, summed
+    (the same as running the analysis frame by frame on the static selection of that frame
+    and adding the counts), and the averages over the frames replace the sizes:
+    :math:`N_\mathrm{pairs} = \frac{1}{N_\mathrm{frames}} \sum_f (N_{A,f} N_{B,f} - a\,b\,
+    N_{A,f}/a)`, :math:`\rho_X = \langle N_X \rangle / \langle V \rangle` and the
+    coordination number divides by :math:`\langle N_A \rangle`. This is the pair density
+    accumulated frame by frame (as LAMMPS's ``compute rdf`` with dynamic groups), and it is
+    exactly the static normalisation when the selection does not change. ``exclude_same``
+    and ``exclusion_block`` apply in each frame (the blocks must divide each frame's sizes);
+    ``compound`` and ``normalization_mode='finite_size'`` cannot be combined with an
+    UpdatingAtomGroup. ``results.frame_group_sizes`` holds each frame's
+    :math:`(N_{A,f}, N_{B,f}, N_{A,f} N_{B,f} - a\,b\,N_{A,f}/a)`.
 
     Beyond half the smallest perpendicular width of the box the RDF is incomplete (a
     sphere of that radius reaches its own periodic images, and each pair is counted only

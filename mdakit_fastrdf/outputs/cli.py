@@ -121,6 +121,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="selection of the second group (default: same as --select1)",
     )
     sel.add_argument(
+        "--updating", action="store_true",
+        help="evaluate -s1 and -s2 again in every frame (UpdatingAtomGroups, e.g. 'name OW "
+             "and around 6 protein'); the normalisation takes each frame's group sizes",
+    )
+    sel.add_argument(
         "--nbins", type=_positive_int, default=75, help="number of bins (default: %(default)s)"
     )
     sel.add_argument(
@@ -412,12 +417,12 @@ def _load_universe(args: argparse.Namespace) -> mda.Universe:
     return universe
 
 
-def _select(universe: mda.Universe, selection: str) -> mda.AtomGroup:
+def _select(universe: mda.Universe, selection: str, updating: bool = False) -> mda.AtomGroup:
     try:
-        group = universe.select_atoms(selection)
+        group = universe.select_atoms(selection, updating=updating)
     except SelectionError as exc:
         raise CLIError(f"invalid selection {selection!r}: {exc}") from None
-    if len(group) == 0:
+    if len(group) == 0 and not updating:  # (an updating one may fill in later frames)
         raise CLIError(f"selection {selection!r} matches no atoms")
     return group
 
@@ -514,8 +519,9 @@ def _default_exclusion(args: argparse.Namespace, g1: mda.AtomGroup, g2: mda.Atom
         return "none (--keep-self-pairs: each atom with itself is counted at r = 0)"
     shared = int(np.isin(g1.ix, g2.ix).sum())
     if shared:
-        return (f"none ({shared} atoms are in both groups: their self pairs are counted "
-                "at r = 0)")
+        first = " in the first frame" if getattr(args, "updating", False) else ""
+        return (f"none ({shared} atoms are in both groups{first}: their self pairs are "
+                "counted at r = 0)")
     return "none"
 
 
@@ -556,8 +562,9 @@ def run(args: argparse.Namespace) -> None:
 
     universe = _load_universe(args)
     args.select2 = args.select1 if args.select2 is None else args.select2
-    g1 = _select(universe, args.select1)
-    g2 = _select(universe, args.select2)
+    g1 = _select(universe, args.select1, args.updating)
+    # (the same selection: the same group, so that it stays one group in every frame)
+    g2 = g1 if args.select2 == args.select1 else _select(universe, args.select2, args.updating)
     exclusion = _default_exclusion(args, g1, g2)
     args.self_pairs_counted = (args.exclusion_block is None and args.exclude_same is None
                                and args.range[0] == 0.0 and bool(np.isin(g1.ix, g2.ix).any()))
@@ -582,6 +589,7 @@ def run(args: argparse.Namespace) -> None:
 
     n_frames = rdf.n_frames
     rdf.save(args.output, metadata={"select1": args.select1, "select2": args.select2,
+                                    "updating": bool(args.updating),
                                     "command": PROG, "wall_s": round(wall, 6)})
     if args.plot is not None:
         write_plot(args.plot, rdf, args)
@@ -592,9 +600,14 @@ def run(args: argparse.Namespace) -> None:
     if "rdf_sem" in res:
         k = int(np.argmin(np.abs(res.bins - r_peak)))
         peak += f" ± {res.rdf_sem[k]:.2g} (standard error over {args.blocks} blocks)"
-    rate = len(g1) * len(g2) * n_frames / wall if wall > 0 else float("inf")
-    print(f"System     : {len(g1)} x {len(g2)} atoms "
-          f"({args.select1!r} x {args.select2!r}), {n_frames} frames")
+    if args.updating:  # each frame's sizes: their means over the frames
+        n1, n2 = res.frame_group_sizes[:, :2].mean(axis=0)
+        sizes = f"{n1:.6g} x {n2:.6g} atoms on average (--updating)"
+    else:
+        n1, n2 = len(g1), len(g2)
+        sizes = f"{n1} x {n2} atoms"
+    rate = n1 * n2 * n_frames / wall if wall > 0 else float("inf")
+    print(f"System     : {sizes} ({args.select1!r} x {args.select2!r}), {n_frames} frames")
     print(f"Exclusion  : {exclusion}")
     print(f"First peak : {peak} at r = {r_peak:.3f} Å")
     for line in summary_lines(rdf, args):
