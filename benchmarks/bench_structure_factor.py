@@ -22,8 +22,8 @@ Routes of StructureFactor, for every ``--rmax`` (``--routes`` picks some):
 ``transform``  the histogram route alone (``q_crossover=None``), default (cosine) window;
 ``joined``     the default: the direct k-space sum below q_c = 5 pi / r_max, the transform
                above (the route meant to be accurate at small q), default (cosine) window;
-``joined, Lorch``      the same with ``window='lorch'`` (Lorch's window over the range);
-``joined, no window``  the same with ``window=None`` (no window: no broadening, ripples).
+``joined Lorch``       the same with ``window='lorch'`` (Lorch's window over the range);
+``joined no window``   the same with ``window=None`` (no window: no broadening, ripples).
 
 Peers, each timed once (wall and process CPU time; the machine is shared, so ours take the
 best of ``--repeat`` runs):
@@ -76,7 +76,7 @@ from _machine import describe
 
 #: route -> (q_crossover, window)
 ROUTES = {"transform": (None, "cosine"), "joined": ("auto", "cosine"),
-          "joined, Lorch": ("auto", "lorch"), "joined, no window": ("auto", None)}
+          "joined Lorch": ("auto", "lorch"), "joined no window": ("auto", None)}
 
 
 def freud_direct_vectors(box_vectors, k_max):
@@ -537,12 +537,16 @@ def make_figure(path, results, rmaxes, precision, pq, ps, pf, fr):
     ax.plot(pq, ps, "o", ms=3, color="black", label=f"freud Direct ({len(fr)} frames)")
     ax.plot(pq, pf, "s", ms=2.5, mfc="none", color="tab:green",
             label="direct sum, every vector (ours)")
-    colors = {"transform": "tab:orange", "joined": "tab:blue", "joined, no window": "tab:red"}
+    colors = {"transform": "tab:orange", "joined": "tab:blue", "joined Lorch": "tab:purple",
+              "joined no window": "tab:red"}
     styles = {rmaxes[0]: ":", rmaxes[-1]: "-"}
     for rmax in rmaxes:
-        for route in ("transform", "joined", "joined, no window"):
+        for route in colors:
+            if (rmax, route, precision) not in results:
+                continue
             sf = results[(rmax, route, precision)]
-            label = (f"{route}, r_max {rmax:g} Å" + (
+            shown = route + (", cosine" if ROUTES[route][1] == "cosine" else "")
+            label = (f"{shown}, r_max {rmax:g} Å" + (
                 f" (k-space below {sf.results.q_crossover:.2f})" if route != "transform"
                 else ""))
             ax.plot(sf.results.q, sf.results.s, styles.get(rmax, "--"), color=colors[route],

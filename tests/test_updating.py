@@ -17,6 +17,7 @@ from conftest import (
     load_universe,
     make_universe,
     random_positions_in_box,
+    requires_gpu,
 )
 
 from mdakit_fastrdf import InterRDF
