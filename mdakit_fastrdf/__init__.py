@@ -13,8 +13,8 @@ The package is layered (see the design page of the docs):
 """
 
 from ._version import __version__
-from .analysis import (DebyeScattering, InterRDF, InterRDF_s, KirkwoodBuff, SpeciesRDF,
-                       StructureFactor, first_shell)
+from .analysis import (DebyeScattering, InterRDF, InterRDF_s, KirkwoodBuff, LateralRDF,
+                       SpeciesRDF, StructureFactor, first_shell)
 from .backends import DaskDistributedBackend, NodeBackend
 from .engine import build_info, cuda_devices
 from .outputs.io import RDFData, load, save
@@ -23,6 +23,7 @@ from .outputs.plotting import plot
 __all__ = [
     "InterRDF",
     "InterRDF_s",
+    "LateralRDF",
     "SpeciesRDF",
     "KirkwoodBuff",
     "StructureFactor",

@@ -1,6 +1,7 @@
 """The analyses: each is a thin subclass of :class:`~mdakit_fastrdf.analysis.base.PairHistogramBase`."""
 
 from .rdf import FirstShell, InterRDF, first_shell
+from .lateral import LateralRDF
 from .rdf_s import InterRDF_s
 from .species import SpeciesRDF
 from .kirkwood_buff import KirkwoodBuff
@@ -8,4 +9,4 @@ from .structure_factor import StructureFactor
 from .debye import DebyeScattering
 
 __all__ = ["DebyeScattering", "FirstShell", "InterRDF", "InterRDF_s", "KirkwoodBuff",
-           "SpeciesRDF", "StructureFactor", "first_shell"]
+           "LateralRDF", "SpeciesRDF", "StructureFactor", "first_shell"]

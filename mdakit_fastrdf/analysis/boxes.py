@@ -161,11 +161,16 @@ class BoxStatistics:
 
     def _conclude(self):
         super()._conclude()
-        message = half_width_message(self.rdf_settings["range"][1],
-                                     self.results.get("min_box_widths", np.inf),
-                                     self._is_triclinic())
+        message = self._half_width_message()
         if message is not None:
             warnings.warn(message, UserWarning, stacklevel=_user_stacklevel())
+
+    def _half_width_message(self):
+        """The warning when ``range`` reaches beyond half the smallest box width, or None (a
+        subclass whose distances are not three-dimensional gives its own)."""
+        return half_width_message(self.rdf_settings["range"][1],
+                                  self.results.get("min_box_widths", np.inf),
+                                  self._is_triclinic())
 
     def _is_triclinic(self):
         """Whether a frame of the run had a triclinic box (a worker's flag does not come
