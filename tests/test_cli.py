@@ -440,3 +440,25 @@ def test_updating_selections(tmp_path, capsys):
         ref = InterRDF(u.select_atoms(sel, updating=True), u.select_atoms("name OW")).run(stop=3)
     np.testing.assert_array_equal(data.results.count, ref.results.count)
     np.testing.assert_allclose(data.results.rdf, ref.results.rdf, rtol=1e-14)
+
+
+def test_lateral(tmp_path, capsys):
+    """--lateral z: LateralRDF's numbers (in-plane densities in Å⁻²), read back by load()."""
+    import MDAnalysis as mda
+    from MDAnalysisTests.datafiles import GRO_MEMPROT, XTC_MEMPROT
+
+    from mdakit_fastrdf import LateralRDF
+
+    assert main([GRO_MEMPROT, XTC_MEMPROT, "-s1", "name P", "--lateral", "z", "--range", "0",
+                 "25", "--nbins", "50", "--stop", "2", "--no-progress",
+                 "-o", str(tmp_path / "lat.npz")]) == 0
+    assert "Å⁻² ('name P'), N / <A>" in capsys.readouterr().out
+    data = mdakit_fastrdf.load(tmp_path / "lat.npz")
+    u = mda.Universe(GRO_MEMPROT, XTC_MEMPROT)
+    p = u.select_atoms("name P")
+    ref = LateralRDF(p, p, nbins=50, range=(0.0, 25.0), exclusion_block=(1, 1)).run(stop=2)
+    np.testing.assert_array_equal(data.results.count, ref.results.count)
+    np.testing.assert_allclose(data.results.rdf, ref.results.rdf, rtol=1e-14)
+    assert main([GRO_MEMPROT, "-s1", "name P", "--lateral", "z", "--finite-size",
+                 "--keep-self-pairs", "-o", str(tmp_path / "x.npz")]) == 1
+    assert "--finite-size cannot be combined with --lateral" in capsys.readouterr().err

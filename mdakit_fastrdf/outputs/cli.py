@@ -143,6 +143,12 @@ def build_parser() -> argparse.ArgumentParser:
         "normalization_mode; needs --norm rdf and -s2 selecting the same atoms as -s1). "
         "Self pairs are then counted at r = 0 instead of excluded",
     )
+    sel.add_argument(
+        "--lateral", choices=("x", "y", "z"), default=None, metavar="AXIS",
+        help="a lateral (2D) RDF in the plane normal to AXIS (x, y or z; LateralRDF): "
+        "in-plane distances, ring areas and the in-plane box area in the normalisation, "
+        "as gmx rdf -xy for z",
+    )
     exclusion = sel.add_mutually_exclusive_group()
     exclusion.add_argument(
         "--exclusion-block", nargs=2, type=_positive_int, metavar=("A", "B"),
@@ -463,10 +469,12 @@ def summary_lines(rdf, args: argparse.Namespace) -> list[str]:
     res, lines = rdf.results, []
     if "rho" in res:
         rho1, rho2 = (float(v) for v in res.rho)
-        text = f"ρ1 = {rho1:.6g} Å⁻³ ({args.select1!r})"
+        lateral = getattr(args, "lateral", None) is not None
+        unit, mean = ("Å⁻²", "N / <A> (in-plane box area)") if lateral else ("Å⁻³", "N / <V>")
+        text = f"ρ1 = {rho1:.6g} {unit} ({args.select1!r})"
         if args.select2 != args.select1:
-            text += f", ρ2 = {rho2:.6g} Å⁻³ ({args.select2!r})"
-        lines.append(f"Density    : {text}, N / <V> over the frames")
+            text += f", ρ2 = {rho2:.6g} {unit} ({args.select2!r})"
+        lines.append(f"Density    : {text}, {mean} over the frames")
     if args.norm == "rdf":
         try:
             shell = rdf.first_shell()
@@ -570,12 +578,19 @@ def run(args: argparse.Namespace) -> None:
                                and args.range[0] == 0.0 and bool(np.isin(g1.ix, g2.ix).any()))
     _check_box(args, universe)
 
-    rdf = InterRDF(
-        g1, g2, nbins=args.nbins, range=tuple(args.range), norm=args.norm,
-        exclusion_block=args.exclusion_block, exclude_same=args.exclude_same,
-        device=args.device, precision=args.precision, n_threads=args.n_threads,
-        normalization_mode="finite_size" if args.finite_size else "exact",
-    )
+    common = {"nbins": args.nbins, "range": tuple(args.range), "norm": args.norm,
+              "exclusion_block": args.exclusion_block, "exclude_same": args.exclude_same,
+              "device": args.device, "precision": args.precision, "n_threads": args.n_threads}
+    if args.lateral is not None:
+        if args.finite_size:
+            raise CLIError("--finite-size cannot be combined with --lateral (LateralRDF "
+                           "normalises by N_A N_B pairs; use --exclusion-block 1 1)")
+        from mdakit_fastrdf import LateralRDF
+
+        rdf = LateralRDF(g1, g2, normal=args.lateral, **common)
+    else:
+        rdf = InterRDF(g1, g2, normalization_mode="finite_size" if args.finite_size else "exact",
+                       **common)
     n_workers = args.n_workers
     if n_workers is None and args.backend in ("multiprocessing", "dask"):
         n_workers = available_cpus()
@@ -590,6 +605,7 @@ def run(args: argparse.Namespace) -> None:
     n_frames = rdf.n_frames
     rdf.save(args.output, metadata={"select1": args.select1, "select2": args.select2,
                                     "updating": bool(args.updating),
+                                    "lateral": args.lateral,
                                     "command": PROG, "wall_s": round(wall, 6)})
     if args.plot is not None:
         write_plot(args.plot, rdf, args)
