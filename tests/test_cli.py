@@ -462,3 +462,27 @@ def test_lateral(tmp_path, capsys):
     assert main([GRO_MEMPROT, "-s1", "name P", "--lateral", "z", "--finite-size",
                  "--keep-self-pairs", "-o", str(tmp_path / "x.npz")]) == 1
     assert "--finite-size cannot be combined with --lateral" in capsys.readouterr().err
+
+
+def test_compound_centres(tmp_path, capsys):
+    """--compound residues --no-unwrap: InterRDF's compound= numbers; the summary counts
+    centres."""
+    import warnings
+
+    import MDAnalysis as mda
+    from MDAnalysisTests.datafiles import TPR, XTC
+
+    from mdakit_fastrdf import InterRDF
+
+    assert main([TPR, XTC, "-s1", "resname SOL", "--compound", "residues", "--no-unwrap",
+                 "--center", "mass", "--stop", "2", "--no-progress",
+                 "-o", str(tmp_path / "c.npz")]) == 0
+    assert "11084 x 11084 residues centres (mass)" in capsys.readouterr().out
+    data = mdakit_fastrdf.load(tmp_path / "c.npz")
+    u = mda.Universe(TPR, XTC)
+    sol = u.select_atoms("resname SOL")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = InterRDF(sol, sol, compound="residues", center="mass", unwrap=False,
+                       exclusion_block=(1, 1)).run(stop=2)
+    np.testing.assert_array_equal(data.results.count, ref.results.count)

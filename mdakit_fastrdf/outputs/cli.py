@@ -144,6 +144,21 @@ def build_parser() -> argparse.ArgumentParser:
         "Self pairs are then counted at r = 0 instead of excluded",
     )
     sel.add_argument(
+        "--compound", choices=("group", "residues", "segments", "molecules", "fragments"),
+        default=None,
+        help="the RDF between the centres of these compounds of -s1 and -s2 instead of their "
+        "atoms (InterRDF's compound=; --center chooses the centre)",
+    )
+    sel.add_argument(
+        "--center", choices=("geometry", "mass"), default="geometry",
+        help="with --compound: centre of geometry (default) or of mass",
+    )
+    sel.add_argument(
+        "--no-unwrap", action="store_true",
+        help="with --compound: take the positions as they are (molecules whole in the "
+        "trajectory) instead of making each compound whole along its bonds",
+    )
+    sel.add_argument(
         "--lateral", choices=("x", "y", "z"), default=None, metavar="AXIS",
         help="a lateral (2D) RDF in the plane normal to AXIS (x, y or z; LateralRDF): "
         "in-plane distances, ring areas and the in-plane box area in the normalisation, "
@@ -581,6 +596,8 @@ def run(args: argparse.Namespace) -> None:
     common = {"nbins": args.nbins, "range": tuple(args.range), "norm": args.norm,
               "exclusion_block": args.exclusion_block, "exclude_same": args.exclude_same,
               "device": args.device, "precision": args.precision, "n_threads": args.n_threads}
+    if args.compound is not None:
+        common.update(compound=args.compound, center=args.center, unwrap=not args.no_unwrap)
     if args.lateral is not None:
         if args.finite_size:
             raise CLIError("--finite-size cannot be combined with --lateral (LateralRDF "
@@ -619,6 +636,9 @@ def run(args: argparse.Namespace) -> None:
     if args.updating:  # each frame's sizes: their means over the frames
         n1, n2 = res.frame_group_sizes[:, :2].mean(axis=0)
         sizes = f"{n1:.6g} x {n2:.6g} atoms on average (--updating)"
+    elif args.compound is not None:  # centres, not atoms
+        n1, n2 = rdf._n_rows
+        sizes = f"{n1} x {n2} {args.compound} centres ({args.center})"
     else:
         n1, n2 = len(g1), len(g2)
         sizes = f"{n1} x {n2} atoms"
