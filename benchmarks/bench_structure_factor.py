@@ -61,7 +61,8 @@ Usage::
     python benchmarks/bench_structure_factor.py --quick             # ours + freud Direct,
                                                                     # 2 frames
     python benchmarks/bench_structure_factor.py --figure docs/gallery/structure_factor.png
-    python benchmarks/bench_structure_factor.py --system water100k    # 100k atoms (~25 min)
+    python benchmarks/bench_structure_factor.py --system water100k --frames 4 --repeat 2 \
+        --routes transform,joined                                   # 100k atoms (~35 min)
 """
 
 from __future__ import annotations
