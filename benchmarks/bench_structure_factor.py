@@ -82,32 +82,17 @@ ROUTES = {"transform": (None, "cosine"), "joined": ("auto", "cosine"),
 
 def freud_direct_vectors(box_vectors, k_max):
     """The integer n (M, 3) of the vectors freud 3.4's StaticStructureFactorDirect averages
-    (num_sampled_k_points=0, k_min=0), as its reciprocal_isotropic computes them in float32
-    (tests/test_structure_factor.py, _freud_direct_vectors, says why the set is a part of
-    the octant n >= 0 in a triclinic box); n = 0 included (freud's first bin)."""
-    f32 = np.float32
-    h = np.asarray(box_vectors, dtype=np.float32)
-    recip = np.linalg.inv(h.astype(np.float64).T).astype(np.float32)
-    two_pi = f32(2 * np.pi)
-    q_max = f32(k_max) / two_pi
-    limit = np.ceil(q_max / np.linalg.norm(recip.astype(np.float64), axis=1).astype(
-        np.float32)).astype(int)
-    bx, by, bz = (two_pi * recip[i] for i in range(3))
-    a = f32(np.dot(bz, bz))
-    out = []
-    for n1 in range(limit[0]):
-        for n2 in range(limit[1]):
-            kxy = f32(n1) * bx + f32(n2) * by
-            half_b = f32(-2) * f32(np.dot(kxy, bz)) / (f32(2) * a)
-            c_max = f32(np.dot(kxy, kxy)) - f32(k_max) * f32(k_max)
-            with np.errstate(invalid="ignore"):
-                root = np.ceil(-half_b + np.sqrt(half_b * half_b - c_max / a))
-            top = 0 if np.isnan(root) else int(root) % 2 ** 32
-            for n3 in range(min(top, limit[2])):
-                k = kxy + f32(n3) * bz
-                if f32(np.dot(k, k)) / two_pi / two_pi <= q_max * q_max:
-                    out.append((n1, n2, n3))
-    return np.array(out, dtype=np.int32).reshape(-1, 3)
+    (num_sampled_k_points=0, k_min=0), n = 0 included (freud's first bin): the
+    reconstruction that tests/test_structure_factor.py writes from freud's source, explains
+    and checks against freud itself (_freud_direct_vectors), used here as it is."""
+    from pathlib import Path
+
+    tests = str(Path(__file__).resolve().parents[1] / "tests")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    from test_structure_factor import _freud_direct_vectors
+
+    return _freud_direct_vectors(box_vectors, k_max)
 
 
 def water_supercell(u, frames, copies=3):

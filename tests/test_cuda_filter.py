@@ -98,6 +98,12 @@ def _edge_problem(edges, n_origin, box_name="none", below_rmax=False):
                          np.nextafter(np.nextafter(e32, up), up),
                          np.nextafter(np.nextafter(e32, down), down)])
     xs = xs[xs > 0]
+    return _along_x(xs, n_origin, edges, box_name), xs
+
+
+def _along_x(xs, n_origin, edges, box_name):
+    """The problem of n_origin atoms at the origin (species 0) and atoms at x = xs
+    (species 1), one pair of species, in the box of `box_name`."""
     coords = np.zeros((n_origin + len(xs), 3), np.float32)
     coords[n_origin:, 0] = xs
     offsets = np.array([0, n_origin, len(coords)], np.int64)
@@ -107,7 +113,7 @@ def _edge_problem(edges, n_origin, box_name="none", below_rmax=False):
         from mdakit_fastrdf.engine import prepare_box
 
         box = prepare_box(BOXES[box_name])
-    return (coords, offsets, np.array([[0, 1]], np.int32), edges, box, None), xs
+    return (coords, offsets, np.array([[0, 1]], np.int32), edges, box, None)
 
 
 @pytest.mark.parametrize("launch", list(LAUNCHES))
@@ -222,16 +228,7 @@ def test_pairs_around_rmax(monkeypatch, box_name, launch):
     bits = rmax.view(np.int32) + steps.astype(np.int32)
     xs = bits.astype(np.int32).view(np.float32)
     n_origin = 2048 if launch in ("threads-1024", "packed", "packed-sweeps") else 512
-    coords = np.zeros((n_origin + len(xs), 3), np.float32)
-    coords[n_origin:, 0] = xs
-    offsets = np.array([0, n_origin, len(coords)], np.int64)
-    if box_name == "none":
-        box = Box(NO_BOX)
-    else:
-        from mdakit_fastrdf.engine import prepare_box
-
-        box = prepare_box(BOXES[box_name])
-    problem = (coords, offsets, np.array([[0, 1]], np.int32), edges, box, None)
+    problem = _along_x(xs, n_origin, edges, box_name)
     ref = brute_force_counts(np.zeros((1, 3), np.float32),
                              xs.reshape(-1, 1) * np.array([[1, 0, 0]], np.float32),
                              BOXES[box_name], edges, mdanalysis_path=False) * n_origin

@@ -177,11 +177,9 @@ class LateralRDF(InterRDF):
                 f"normal={self.normal!r} needs an orthorhombic box (frame {self._ts.frame} is "
                 "triclinic, and only its vectors a and b lie in a plane of the axes, the xy "
                 "plane): use normal='z', or a system whose plane is xy")
+        # the two box vectors in the plane (a, b for z; orthorhombic for x, y), the third
         i, j = [k for k in range(3) if k != axis]
-        if axis == 2:
-            a, b, c = v
-        else:  # orthorhombic: the two box vectors in the plane, and the normal one
-            a, b, c = v[i], v[j], v[axis]
+        a, b, c = v[i], v[j], v[axis]
         n = np.zeros(3)
         n[axis] = 1.0
         ab = np.cross(a, b)
