@@ -13,6 +13,7 @@ import numpy as np
 
 from .base import PairHistogramBase, PairLayout, frame_sum
 from .boxes import BOX_FIELDS, BoxStatistics
+from .centres import CompoundCentres
 from .checks import (
     EXCLUDE_SAME,
     check_atomgroup,
@@ -57,59 +58,6 @@ def _needs_attribute(group, name, attr, fix):
         getattr(group, attr)
     except AttributeError:  # MDAnalysis's NoDataError is an AttributeError
         raise ValueError(f"{name}: the topology has no {attr}, which {fix}") from None
-
-
-_NOT_CONNECTED = (
-    "{name}: compound={compound!r} with unwrap=True makes each compound whole along its "
-    "bonds (MDAnalysis's unwrap), but a compound of this group is not connected by bonds (a "
-    "segment or group of several molecules, a water residue with an unbonded virtual site "
-    "such as MW, or missing bonds). Choose a compound of connected atoms (e.g. 'molecules' "
-    "or 'fragments'), select bonded atoms (e.g. 'resname SOL and not name MW'), add the "
-    "bonds (u.guess_TopologyAttrs(to_guess=['bonds'])), or pass unwrap=False if the "
-    "compounds are whole in the trajectory")
-
-
-def check_connected(group, compound, name="g1"):
-    """ValueError (:data:`_NOT_CONNECTED`) unless the bonds between the atoms of `group`
-    connect the atoms of each of its compounds (what MDAnalysis's unwrap needs); the
-    topology alone decides, so it is checked once."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
-    n = len(group)
-    bonds = group.universe.bonds.indices if len(group.universe.bonds) else np.empty((0, 2))
-    row = np.full(group.universe.atoms.n_atoms, -1, dtype=np.int64)
-    row[group.ix] = np.arange(n)
-    b = row[np.asarray(bonds, dtype=np.int64)].reshape(-1, 2)
-    b = b[(b >= 0).all(axis=1)]
-    graph = coo_matrix((np.ones(len(b)), (b[:, 0], b[:, 1])), shape=(n, n))
-    _, piece = connected_components(graph, directed=False)
-    owner = (np.zeros(n, dtype=np.int64) if compound == "group" else getattr(
-        group, {"residues": "resindices", "segments": "segindices", "molecules": "molnums",
-                "fragments": "fragindices"}[compound]))
-    # one piece per compound: every atom of a compound in the piece of its first atom
-    _, first, inverse = np.unique(owner, return_index=True, return_inverse=True)
-    if not np.array_equal(piece, piece[first][inverse.reshape(-1)]):
-        raise ValueError(_NOT_CONNECTED.format(name=name, compound=compound))
-
-
-def compound_centres(group, compound, center, unwrap, name="g1"):
-    """The centres of the compounds of `group` in the current frame, float64 ``(n, 3)``:
-    MDAnalysis's ``group.center(weights, compound=compound, unwrap=unwrap)``, with its
-    errors for compounds that are not connected by bonds made explicit."""
-    weights = group.masses if center == "mass" else None
-    if unwrap and group.dimensions is None:
-        raise ValueError(
-            f"{name}: compound={compound!r} with unwrap=True makes each compound whole "
-            "through the periodic box, but this frame has no box; pass unwrap=False (without "
-            "a box nothing is split by a boundary) or set the box")
-    try:
-        centres = group.center(weights, compound=compound, unwrap=unwrap)
-    except ValueError as err:
-        if unwrap and "contiguous" in str(err):
-            raise ValueError(_NOT_CONNECTED.format(name=name, compound=compound)) from None
-        raise
-    return np.atleast_2d(np.asarray(centres, dtype=np.float64))
 
 
 def exclusion_labels(values_a, values_b, same):
@@ -595,6 +543,7 @@ class InterRDF(BoxStatistics, PairHistogramBase):
         self.center = center
         self.unwrap = bool(unwrap)
         self._n_rows = [len(self.g1), len(self.g2)]
+        self._centres = [None, None]
         if self.compound == (None, None):
             return
         if exclude_same is not None:
@@ -618,11 +567,11 @@ class InterRDF(BoxStatistics, PairHistogramBase):
                                       if c == "fragments" else ""))
             if center == "mass":
                 _needs_attribute(g, name, "masses", "center='mass' needs")
-            # the number of centres (positions as they are: cheap), and the error of a
-            # compound that unwrap cannot make whole now rather than in the first frame
-            self._n_rows[k] = len(compound_centres(g, c, center, False, name))
-            if self.unwrap:
-                check_connected(g, c, name)
+            # the number of centres, and the error of a compound that unwrap cannot make
+            # whole now rather than in the first frame (the plan is built once, dropped
+            # when pickled: a parallel worker builds its own)
+            self._centres[k] = CompoundCentres(g, c, center, self.unwrap, name)
+            self._n_rows[k] = self._centres[k].prepare()
 
     def _has_compounds(self):
         return getattr(self, "compound", (None, None)) != (None, None)
@@ -634,14 +583,11 @@ class InterRDF(BoxStatistics, PairHistogramBase):
         if not self._has_compounds():
             return super()._take_positions(ix, out)
         n1 = self._n_rows[0]
-        sides = [(self.g1, self.compound[0], "g1", slice(0, n1))]
+        sides = [(self.g1, self._centres[0], slice(0, n1))]
         if len(out) > n1:
-            sides.append((self.g2, self.compound[1], "g2", slice(n1, len(out))))
-        for g, c, name, rows in sides:
-            if c is None:
-                out[rows] = g.positions
-            else:
-                out[rows] = compound_centres(g, c, self.center, self.unwrap, name)
+            sides.append((self.g2, self._centres[1], slice(n1, len(out))))
+        for g, centres, rows in sides:
+            out[rows] = g.positions if centres is None else centres()
         if not np.isfinite(out).all():
             raise ValueError(
                 f"the centres of frame {self._ts.frame} hold NaN or infinite values (NaN or "
@@ -734,6 +680,10 @@ class InterRDF(BoxStatistics, PairHistogramBase):
     def _frame_rows(self):
         # UpdatingAtomGroup: each frame's N_A, N_B and N_A N_B (see _n_pairs)
         return {"frame_group_sizes": (3,)} if getattr(self, "_updating", False) else {}
+
+    def _can_feed(self):
+        # an updating group's rows change from frame to frame: its workers read their frames
+        return type(self)._single_frame is InterRDF._single_frame and not self._updating
 
     def _single_frame(self):
         if not self._updating:
