@@ -2,11 +2,12 @@
 
 from .rdf import FirstShell, InterRDF, first_shell
 from .lateral import LateralRDF
+from .cylindrical import CylindricalRDF
 from .rdf_s import InterRDF_s
 from .species import SpeciesRDF
 from .kirkwood_buff import KirkwoodBuff
 from .structure_factor import StructureFactor
 from .debye import DebyeScattering
 
-__all__ = ["DebyeScattering", "FirstShell", "InterRDF", "InterRDF_s", "KirkwoodBuff",
-           "LateralRDF", "SpeciesRDF", "StructureFactor", "first_shell"]
+__all__ = ["CylindricalRDF", "DebyeScattering", "FirstShell", "InterRDF", "InterRDF_s",
+           "KirkwoodBuff", "LateralRDF", "SpeciesRDF", "StructureFactor", "first_shell"]

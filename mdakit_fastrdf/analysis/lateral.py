@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import NO_BOX, ORTHO
-from .base import frame_sum
+from .base import PairHistogramBase, frame_sum
 from .coords import prepare_coordinates
 from .declarations import Field, OutputSpec, Table, histogram_fields
 from .rdf import InterRDF
@@ -41,23 +41,25 @@ def ring_areas(edges):
     return np.pi * np.diff(edges * edges)
 
 
-def _check_normal(normal):
-    """The normal as ('axis', index) or ('vector', unit float64 (3,)); errors name the fix."""
+def _check_normal(normal, name="normal"):
+    """The direction `normal` as ('axis', index) or ('vector', unit float64 (3,)); errors
+    name the fix and the keyword `name` it was given as."""
     if isinstance(normal, str):
         key = normal.lower()
         if key not in _AXES:
-            raise ValueError(f"normal must be 'x', 'y', 'z' or a 3-vector, got {normal!r}")
+            raise ValueError(f"{name} must be 'x', 'y', 'z' or a 3-vector, got {normal!r}")
         return "axis", _AXES[key]
     try:
         v = np.asarray(normal, dtype=np.float64)
     except (TypeError, ValueError):
-        raise TypeError(f"normal must be 'x', 'y', 'z' or a 3-vector, got {normal!r}") from None
+        raise TypeError(f"{name} must be 'x', 'y', 'z' or a 3-vector, got {normal!r}") from None
     if v.shape != (3,) or not np.all(np.isfinite(v)):
-        raise ValueError(f"normal must be 'x', 'y', 'z' or a finite 3-vector, got {normal!r}")
+        raise ValueError(f"{name} must be 'x', 'y', 'z' or a finite 3-vector, got {normal!r}")
     length = float(np.linalg.norm(v))
     if not length > 0:
-        raise ValueError("normal is a vector of zero length: give the plane's normal, e.g. "
-                         "normal='z' or normal=(0, 0, 1)")
+        what = "the plane's normal" if name == "normal" else "a direction"
+        raise ValueError(f"{name} is a vector of zero length: give {what}, e.g. "
+                         f"{name}='z' or {name}=(0, 0, 1)")
     v = v / length
     # a vector along an axis is that axis (the exact flattening, and any box)
     for axis in range(3):
@@ -136,6 +138,9 @@ class LateralRDF(InterRDF):
     """
 
     coordinates = "wrapped"
+    #: the keyword of the direction in messages, and what the histogram is (for a subclass)
+    _normal_keyword = "normal"
+    _what = "lateral RDF"
     outputs = OutputSpec(
         fields=histogram_fields() + (
             Field("cdf", "pairs per frame", "cumulative pairs per frame", blocks=True),
@@ -143,6 +148,8 @@ class LateralRDF(InterRDF):
                   "in the plane", blocks=True),
             Field("n_pairs", "pairs", "N_pairs of norm='rdf'"),
             Field("area_cum", "Å^2", "summed in-plane box area of the frames"),
+            Field("rho", "Å^-2", "in-plane number density N / <A> of each group",
+                  blocks=True),
         ),
         tables=(Table(fields=("rdf", "count_uint64", "cdf", "coordination")),),
     )
@@ -153,7 +160,7 @@ class LateralRDF(InterRDF):
             raise ValueError("LateralRDF takes normalization_mode='exact' only")
         super().__init__(g1, g2, nbins=nbins, range=range, norm=norm,
                          exclusion_block=exclusion_block, exclude_same=exclude_same, **kwargs)
-        self.normal_kind, self._normal = _check_normal(normal)
+        self.normal_kind, self._normal = _check_normal(normal, self._normal_keyword)
         self.normal = normal if isinstance(normal, str) else tuple(float(x) for x in normal)
 
     # -- per frame --------------------------------------------------------------------
@@ -165,18 +172,19 @@ class LateralRDF(InterRDF):
         errors for what the plane cannot be in this box."""
         if box.kind == NO_BOX:
             return (np.nan,) * 4
+        key = self._normal_keyword
         if self.normal_kind == "vector":
             raise ValueError(
-                f"normal={self.normal!r} is no box axis, and frame {self._ts.frame} has a box: "
+                f"{key}={self.normal!r} is no box axis, and frame {self._ts.frame} has a box: "
                 "its plane is not a lattice plane, so periodic images in it are not defined. "
-                "Use normal='x', 'y' or 'z' (rotate the system first if needed)")
+                f"Use {key}='x', 'y' or 'z' (rotate the system first if needed)")
         axis = self._normal
         v = box.vectors32.astype(np.float64)
         if axis != 2 and box.kind != ORTHO:
             raise ValueError(
-                f"normal={self.normal!r} needs an orthorhombic box (frame {self._ts.frame} is "
+                f"{key}={self.normal!r} needs an orthorhombic box (frame {self._ts.frame} is "
                 "triclinic, and only its vectors a and b lie in a plane of the axes, the xy "
-                "plane): use normal='z', or a system whose plane is xy")
+                f"plane): use {key}='z', or a system whose plane is xy")
         # the two box vectors in the plane (a, b for z; orthorhombic for x, y), the third
         i, j = [k for k in range(3) if k != axis]
         a, b, c = v[i], v[j], v[axis]
@@ -191,8 +199,8 @@ class LateralRDF(InterRDF):
         if tilted and not self._rmax < height:
             raise ValueError(
                 f"range reaches rmax = {self._rmax:g} Å, not below the box height along the "
-                f"normal ({height:.6g} Å in frame {self._ts.frame}), in a box whose third "
-                "vector is tilted out of the normal: images of that vector could come within "
+                f"{key} ({height:.6g} Å in frame {self._ts.frame}), in a box whose third "
+                f"vector is tilted out of the {key}: images of that vector could come within "
                 "range at a smaller in-plane distance. Use a smaller range")
         return area, w1, w2, height
 
@@ -253,8 +261,14 @@ class LateralRDF(InterRDF):
         return (f"range reaches rmax = {rmax:g} Å, beyond half the smallest in-plane width of "
                 f"the box ({widths[axis]:.6g} Å at its smallest over the analysed frames, half "
                 f"of it {half:.6g} Å): each pair is counted once, at its in-plane "
-                f"minimum-image distance, so the lateral RDF is complete only up to "
+                f"minimum-image distance, so the {self._what} is complete only up to "
                 f"{half:.6g} Å.")
 
     def _output_parameters(self):
         return {**super()._output_parameters(), "normal": self.normal}
+
+    def _conclude_blocks(self):
+        # the base's blocks, each normalised by _normalise, which gives the in-plane rho of
+        # the block (a declared block field); BoxStatistics's block_rho, three-dimensional
+        # densities from the box volumes, would not match it
+        PairHistogramBase._conclude_blocks(self)
