@@ -83,6 +83,16 @@ def split_by_size(indices):
     return parts, len(sizes)
 
 
+def universe_bonds(u):
+    """The bonds of Universe `u` as atom index pairs: the topology's raw bond list (20x
+    faster than ``u.bonds.indices``, which builds a Bond object per bond: 0.3 s for the
+    25533 bonds of adk), ``u.bonds.indices`` where the topology does not expose it."""
+    topology = getattr(u, "_topology", None)
+    if topology is not None and hasattr(topology, "bonds"):
+        return topology.bonds.values
+    return u.bonds.indices if hasattr(u, "bonds") and len(u.bonds) else np.empty((0, 2))
+
+
 def bond_levels(group, labels):
     """The bond trees of the compounds (atoms with equal `labels`) of `group`, flattened
     by depth: ``[(child, parent), ...]`` (rows of `group`) for depths 1, 2, ...; the root
@@ -93,7 +103,7 @@ def bond_levels(group, labels):
 
     n = len(group)
     u = group.universe
-    bonds = np.asarray(u.bonds.indices if len(u.bonds) else np.empty((0, 2)), dtype=np.int64)
+    bonds = np.asarray(universe_bonds(u), dtype=np.int64).reshape(-1, 2)
     row = np.full(u.atoms.n_atoms, -1, dtype=np.int64)
     row[group.ix] = np.arange(n)
     b = row[bonds].reshape(-1, 2)
@@ -202,12 +212,25 @@ class CompoundCentres:
         from MDAnalysis.lib.distances import minimize_vectors
 
         box = self.group.dimensions
+        ortho = bool(np.all(box[3:] == 90.0))
+        if ortho:  # make_whole's minimum_image: float32 box and inverse, C's round
+            length = box[:3].astype(np.float32)
+            inverse = (1.0 / length.astype(np.float64)).astype(np.float32).astype(np.float64)
+            length = length.astype(np.float64)
+            active = length > np.finfo(np.float32).eps
         new = pos.copy()
         for child, parent in plan["levels"]:
             vec = (pos[child] - new[parent]).astype(np.float64)
-            vec = minimize_vectors(vec, box)
+            if ortho:
+                s = inverse * vec
+                shift = np.rint(s)
+                tie = np.abs(s - np.trunc(s)) == 0.5  # C rounds halves away from zero
+                shift[tie] = np.trunc(s[tie]) + np.sign(s[tie])
+                vec = np.where(active, length * (s - shift), vec)
+            else:
+                vec = minimize_vectors(vec, box)
             new[child] = new[parent].astype(np.float64) + vec
-        if np.all(box[3:] == 90.0):
+        if ortho:
             # make_whole keeps a compound within half a box of its reference atom as it is
             far = np.abs(pos - pos[plan["reference"]]) >= 0.5 * box[:3]
             broken = np.bincount(plan["dense"], weights=far.any(axis=1)) > 0

@@ -13,7 +13,7 @@ import numpy as np
 
 from .base import PairHistogramBase, PairLayout, frame_sum
 from .boxes import BOX_FIELDS, BoxStatistics
-from .centres import CompoundCentres
+from .centres import CompoundCentres, check_connected, compound_centres  # noqa: F401
 from .checks import (
     EXCLUDE_SAME,
     check_atomgroup,
