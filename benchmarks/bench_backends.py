@@ -18,12 +18,22 @@ Two modes:
     worker process per GPU (each sees its GPU through ``CUDA_VISIBLE_DEVICES``). Without a
     GPU it runs the CPU rows only (a smoke test of the script).
 
+``--mode e2e`` (a GPU node; runs on CPUs too)
+    End to end from a trajectory on disk (generated once: ``--formats`` XTC and DCD,
+    ``--sizes`` atoms, ``--frames`` frames), the RDF of all atoms with all atoms: frames/s
+    of reading alone (one process gathering the positions of every frame), of the kernel on
+    frames already in memory, of a serial run, of the node backend whose workers read their
+    own frames (``readers=0``) and of the node backend with readers (the default plan), and
+    the GPU's busy share (the in-memory time per frame times the frames, over the wall
+    time: an upper bound, as the in-memory time includes the host's part of a frame).
+
 Examples
 --------
 ::
 
     python benchmarks/bench_backends.py                     # 2-core laptop: table (a)
     python benchmarks/bench_backends.py --mode scaling      # 4-GPU node: table (b)
+    python benchmarks/bench_backends.py --mode e2e --device cuda   # GPU node: table (c)
 """
 
 from __future__ import annotations
@@ -116,11 +126,13 @@ def mode_cpu(args):
     for label, a, b in workloads:
         kw = dict(nbins=75, range=(0.0, 12.0), method=args.method)
         backend = NodeBackend(cpu_workers=args.cpu_workers)
+        fed = NodeBackend(readers=args.readers, cpu_workers=1)
         runs = {
             "serial": lambda: InterRDF(a, b, **kw).run(),
             "multiprocessing": lambda: InterRDF(a, b, **kw).run(
                 backend="multiprocessing", n_workers=args.cpu_workers),
             "node": lambda: InterRDF(a, b, **kw).run(backend=backend),
+            "node (readers)": lambda: InterRDF(a, b, **kw).run(backend=fed),
         }
         # interleaved repeats: on a shared machine every method meets the same quiet and
         # busy moments; the best of each is reported
@@ -131,20 +143,24 @@ def mode_cpu(args):
                 times[k].append(t)
         best = {k: min(v) for k, v in times.items()}
         med = {k: float(np.median(v)) for k, v in times.items()}
-        for k in ("multiprocessing", "node"):
+        for k in ("multiprocessing", "node", "node (readers)"):
             assert np.array_equal(out[k].results.count_uint64, out["serial"].results.count_uint64)
         t_ser, t_mp, t_node = best["serial"], best["multiprocessing"], best["node"]
+        t_fed = best["node (readers)"]
         pairs = len(a) * len(b)
         rows.append((label, f"{len(a)} x {len(b)}", f"{pairs:.2g}", args.frames,
-                     f"{t_ser:.3f}", f"{t_mp:.3f}", f"{t_node:.3f}",
+                     f"{t_ser:.3f}", f"{t_mp:.3f}", f"{t_node:.3f}", f"{t_fed:.3f}",
                      f"{t_ser / t_mp:.2f}", f"{t_ser / t_node:.2f}",
-                     f"{med['serial'] / med['node']:.2f}"))
+                     f"{med['serial'] / med['node']:.2f}", f"{t_ser / t_fed:.2f}",
+                     f"{med['serial'] / med['node (readers)']:.2f}"))
         print(f"# {label}: node workers {[(w['kind'], w['n_threads'], w['cpus'], w['frames']) for w in backend.last_run['workers']]}", flush=True)
     print(f"\n75 bins, 0-12 A, method={args.method!r}, best of {args.repeat} interleaved repeats "
           "(times and speed-ups; the last column is the ratio of the medians)")
     head = ("workload", "atoms", "pairs/frame", "frames", "serial s",
             f"multiprocessing ({args.cpu_workers}) s", f"node ({args.cpu_workers} CPU workers) s",
-            "mp speed-up", "node speed-up", "node speed-up (medians)")
+            f"node ({args.readers} readers + 1 CPU worker) s",
+            "mp speed-up", "node speed-up", "node speed-up (medians)",
+            "readers speed-up", "readers speed-up (medians)")
     print_table(head, rows, args)
 
 
@@ -205,6 +221,68 @@ def mode_scaling(args):
     print_table(head, rows, args)
 
 
+def mode_e2e(args):
+    from mdakit_fastrdf import InterRDF
+    from mdakit_fastrdf.backends import NodeBackend
+
+    os.makedirs(args.cache, exist_ok=True)
+    rows = []
+    kw = dict(nbins=args.bins, range=(0.0, args.rmax), method=args.method, device=args.device)
+    for n_atoms in args.sizes:
+        for fmt in args.formats:
+            path = os.path.join(args.cache, f"bench_{n_atoms}_{args.frames}.{fmt.lower()}")
+            u = generate(path, n_atoms, args.frames, fmt)
+            ag = u.atoms
+            label = f"{n_atoms:,} atoms, {fmt}"
+
+            def reading():
+                buf = np.empty((len(ag), 3), dtype=np.float32)
+                for ts in u.trajectory:
+                    buf[:] = ts.positions[ag.ix]
+                return None
+
+            t_read, _ = best_of(1, reading)
+            # the kernel on frames already in memory (a few frames, after one warm-up run)
+            n_mem = min(args.frames, 8)
+            um = generate(path, n_atoms, args.frames, fmt)
+            um.transfer_to_memory(stop=n_mem)
+            InterRDF(um.atoms, um.atoms, **kw).run(stop=1)
+            t_mem, _ = best_of(args.repeat, lambda: InterRDF(um.atoms, um.atoms, **kw).run())
+            per_frame = t_mem / n_mem
+            del um
+            runs = {
+                "serial": lambda: InterRDF(ag, ag, **kw).run(),
+                "node, readers=0": lambda: InterRDF(ag, ag, **kw).run(
+                    backend=NodeBackend(readers=0)),
+                "node (readers)": lambda: InterRDF(ag, ag, **kw).run(
+                    backend=NodeBackend(readers=args.readers)),
+            }
+            out, times = {}, {}
+            for k, fn in runs.items():
+                times[k], out[k] = best_of(args.repeat, fn)
+            ref = out["serial"].results.count_uint64
+            same = all(np.array_equal(o.results.count_uint64, ref) for o in out.values())
+            plan = NodeBackend(readers=args.readers).describe(args.device)
+            print(f"# {label}: node plan\n" + "\n".join("#   " + x for x in plan.splitlines()),
+                  flush=True)
+            fps = {k: args.frames / t for k, t in times.items()}
+            rows.append((label, f"{args.frames / t_read:.1f}", f"{1 / per_frame:.1f}",
+                         f"{fps['serial']:.1f}", f"{fps['node, readers=0']:.1f}",
+                         f"{fps['node (readers)']:.1f}",
+                         f"{fps['node (readers)'] / fps['serial']:.2f}",
+                         f"{fps['node (readers)'] * per_frame:.0%}",
+                         "yes" if same else "NO"))
+            print(f"# {label}: " + ", ".join(f"{k} {v:.1f} frames/s" for k, v in fps.items()),
+                  flush=True)
+    print(f"\n{args.frames} frames, RDF of all atoms with all atoms, {args.bins} bins, "
+          f"0-{args.rmax} A, method={args.method!r}, device={args.device!r}; best of "
+          f"{args.repeat} (reading alone: one pass)")
+    head = ("system", "reading alone, 1 process (frames/s)", "kernel, frames in memory",
+            "serial", "node, readers=0", "node with readers", "readers / serial",
+            "GPU busy share (readers)", "counts equal")
+    print_table(head, rows, args)
+
+
 def print_table(head, rows, args):
     print()
     print("Command: `python " + " ".join(sys.argv) + "`")
@@ -219,7 +297,16 @@ def print_table(head, rows, args):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--mode", choices=("cpu", "scaling"), default="cpu")
+    p.add_argument("--mode", choices=("cpu", "scaling", "e2e"), default="cpu")
+    p.add_argument("--sizes", type=int, nargs="*", default=[100_000, 1_000_000],
+                   help="e2e: atoms of the generated systems")
+    p.add_argument("--formats", nargs="*", default=["XTC", "DCD"], choices=("XTC", "DCD"),
+                   help="e2e: trajectory formats")
+    p.add_argument("--device", default="auto", help="e2e: the analysis's device")
+    p.add_argument("--readers", default="auto",
+                   type=lambda v: v if v == "auto" else int(v),
+                   help="e2e and cpu: readers of the node backend's reader row "
+                        "('auto' or a number; cpu default 2)")
     p.add_argument("--atoms", type=int, default=None,
                    help="atoms of the generated system (cpu: 200000, scaling: 1000000)")
     p.add_argument("--frames", type=int, default=None, help="frames (cpu: 100, scaling: 200)")
@@ -245,7 +332,13 @@ def main(argv=None):
     if args.mode == "cpu":
         args.atoms = args.atoms or 200_000
         args.frames = args.frames or 100
+        if args.readers == "auto":
+            args.readers = 2
         mode_cpu(args)
+    elif args.mode == "e2e":
+        args.frames = args.frames or 40
+        args.rmax = 15.0 if args.rmax == 20.0 else args.rmax
+        mode_e2e(args)
     else:
         args.atoms = args.atoms or 1_000_000
         args.frames = args.frames or 200

@@ -32,6 +32,11 @@ if ls .prebuilt/mdakit_fastrdf-*-cp312-*.whl > /dev/null 2>&1; then
   echo "== prebuilt wheel $(ls .prebuilt/*.whl)"
   python3 -m pip install -q --no-index --no-deps --force-reinstall .prebuilt/mdakit_fastrdf-*-cp312-*.whl \
     > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+  # the working tree's Python files over the wheel's (its compiled modules stay): a change
+  # of Python code needs no new wheel
+  site=$(cd /tmp && python3 -c "import mdakit_fastrdf, os; print(os.path.dirname(mdakit_fastrdf.__file__))")
+  (cd mdakit_fastrdf && find . -name '*.py' -exec cp --parents {} "$site/" \;)
+  echo "   Python files of the working tree copied over the wheel's ($site)"
 else
   echo "== build for sm_${arch}"
   python3 -m pip install -q --no-build-isolation --no-deps \

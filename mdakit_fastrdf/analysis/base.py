@@ -183,6 +183,21 @@ class _WorkerFrames:
             yield self._trajectory[frame]
 
 
+class _FedTimestep:
+    """What a compute worker fed by readers (:mod:`~mdakit_fastrdf.backends.feed`) knows of
+    a frame: its index, time, box and volume as the reader's Timestep had them. The frame's
+    rows come with it (``PairHistogramBase._fed_rows``); it has no positions."""
+
+    __slots__ = ("dimensions", "frame", "time", "volume")
+
+    def __init__(self, frame, time, dimensions, volume):
+        self.frame, self.time, self.dimensions, self.volume = frame, time, dimensions, volume
+
+    @property
+    def positions(self):
+        raise RuntimeError("a fed frame has no positions: its rows come from a reader")
+
+
 @dataclass
 class PairLayout:
     """What the kernels histogram in each frame.
@@ -330,6 +345,8 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
     def __getstate__(self):
         state = self.__dict__.copy()
         state["_engine"] = None
+        state.pop("_feed", None)  # a worker's link to its readers
+        state.pop("_fed_rows", None)
         # views into the block counts: pickled, each would be a full copy of its block; a
         # worker makes them again
         state["_block_arrays"] = None
@@ -369,10 +386,40 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
         self._buf = np.empty((len(layout.ix), 3), dtype=np.float32)
         self._engine = self._make_engine()
 
+    # -- frames prepared by readers (backends.feed) ---------------------------------
+    def _can_feed(self) -> bool:
+        """Whether reader processes may prepare this analysis's frames: true when a frame
+        needs only its rows (:meth:`_take_positions`, a fixed number of them) and the
+        Timestep's frame, time, box and volume, i.e. when :meth:`_single_frame` is the
+        base's. A subclass that overrides :meth:`_single_frame` says so itself."""
+        return type(self)._single_frame is PairHistogramBase._single_frame
+
+    def _prepare_reader(self) -> int:
+        """Set up a reader process's copy of the analysis; the number of rows per frame."""
+        self._layout_cache = layout = self._layout()
+        layout.ix = np.ascontiguousarray(layout.ix, dtype=np.int64)
+        self._local_blocks = None
+        return len(layout.ix)
+
+    def _read_frame(self, ts, out):
+        """Reader side: the rows of frame `ts` into `out` (float32, checked as in a serial
+        run; the errors name the frame)."""
+        self._ts = ts
+        coords = self._take_positions(self._layout_cache.ix, out)
+        if coords is not out:
+            out[...] = coords
+
+    def _frame_positions(self):
+        """The rows of the current frame: a reader's (fed workers), or this process's."""
+        fed = getattr(self, "_fed_rows", None)
+        if fed is not None:
+            return fed
+        return self._take_positions(self._layout_cache.ix, self._buf)
+
     # -- the frame loop ---------------------------------------------------------------
     def _single_frame(self):
         box = self._frame_box()
-        coords = self._take_positions(self._layout_cache.ix, self._buf)
+        coords = self._frame_positions()
         self._accumulate(coords, box)
         if self.norm == "rdf":
             self.results.volume_cum += self._ts.volume
@@ -474,7 +521,9 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
         # behaviour (the trajectory ends on its first frame).
         if (isinstance(slicer, np.ndarray)
                 and os.getpid() != getattr(self, "_run_pid", os.getpid())):
-            self._sliced_trajectory = _WorkerFrames(self._trajectory, slicer)
+            feed = getattr(self, "_feed", None)
+            self._sliced_trajectory = (_WorkerFrames(self._trajectory, slicer) if feed is None
+                                       else feed.frames(self, slicer))
 
     def _compute(self, indexed_frames, verbose=None, *, progressbar_kwargs=None):
         if os.getpid() != getattr(self, "_run_pid", os.getpid()):

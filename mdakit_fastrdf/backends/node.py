@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from .base import _analysis_of, _OwnBackend, _quiet
 from .errors import RemoteTraceback, WorkerDiedError, WorkerError
+from .feed import Ring, ring_directory
 from .main_guard import main_guard_error, unguarded_main_call
 from .planning import _AUTO, WorkerSpec, _check_auto_int, _fmt_cpus, plan_workers
 from .topology import NodeTopology, detect_topology
@@ -36,6 +37,8 @@ class _Worker:
     busy_s: float = 0.0
     duplicates: int = 0
     devices_used: set = field(default_factory=set)
+    queued: collections.deque = field(default_factory=collections.deque)  # fed: next parts
+    fed: bool = False
 
     def rate(self):
         return self.frames / self.busy_s if self.busy_s > 0 else None
@@ -76,6 +79,11 @@ class NodeBackend(_OwnBackend):
     start_method : {None, 'fork', 'spawn', 'forkserver'}, optional
         How CPU workers start (default ``'fork'`` on Linux: fast, and safe because the
         parent never initialises CUDA for this backend).
+    readers : 'auto' or int, optional
+        Reader processes that decode the frames for the compute workers (one logical CPU
+        each; see *Readers* below). ``'auto'`` (default): with GPU workers, every CPU they
+        leave free, and no CPU workers unless ``hybrid=True``; on a CPU-only node none (its
+        CPU workers read their own frames). ``0``: every worker reads its own frames.
     gpu_start_method : {'spawn', 'forkserver'}, optional
         How GPU workers start; never ``'fork'`` (CUDA does not survive a fork).
     pin : bool, optional
@@ -98,6 +106,18 @@ class NodeBackend(_OwnBackend):
     another worker has been busy with for more than 1.5 times what the idle worker needs for
     it (measured rates), and the first copy to finish counts: a slow CPU worker cannot hold
     back the end of a run (CADISHI saw this tail in its hybrid runs).
+
+    **Readers.** A GPU histograms a frame in milliseconds, while decoding it from a
+    compressed trajectory takes one core tens to hundreds of milliseconds (1M atoms of XTC:
+    about 90 ms). With readers, the reading of every frame moves to reader processes (each
+    opens the trajectory itself): they decode frames in parallel and write each frame's rows
+    (only the atoms, or centres, the analysis histograms), box and volume into shared-memory
+    slots of the compute worker that will histogram it, which receives its next part while
+    it computes the current one (:mod:`mdakit_fastrdf.backends.feed`). The parts, their
+    frames and their order are those of a run without readers, so the results are the same
+    bit for bit. An analysis whose frames need more than fixed rows and the box (an
+    UpdatingAtomGroup, the k-space sums of :class:`~mdakit_fastrdf.StructureFactor`) is run
+    without readers.
 
     **Failures.** See the module documentation: exceptions are raised in the caller with the
     worker's traceback, a dead worker raises :class:`WorkerDiedError` as soon as its process
@@ -124,7 +144,8 @@ class NodeBackend(_OwnBackend):
 
     def __init__(self, n_workers=None, *, gpus=_AUTO, cpu_workers=_AUTO,
                  threads_per_worker=_AUTO, hybrid=_AUTO, part_frames=_AUTO, start_method=None,
-                 gpu_start_method="spawn", pin=True, topology=None, _gpu_standin=False):
+                 gpu_start_method="spawn", pin=True, topology=None, readers=_AUTO,
+                 _gpu_standin=False):
         if topology is not None and not isinstance(topology, NodeTopology):
             raise TypeError(f"topology must be a NodeTopology or None, got {type(topology).__name__}")
         if not isinstance(pin, bool):
@@ -136,15 +157,16 @@ class NodeBackend(_OwnBackend):
                         "threads_per_worker": threads_per_worker, "hybrid": hybrid,
                         "n_workers": n_workers, "start_method": start_method,
                         "gpu_start_method": gpu_start_method,
-                        "gpu_standin": bool(_gpu_standin)}
+                        "gpu_standin": bool(_gpu_standin), "readers": readers}
         self.pin = pin
-        self.specs = self.plan("auto")
+        self.specs = [s for s in self.plan("auto") if s.kind != "reader"]
         self.last_run = None
         super().__init__(len(self.specs))
 
-    def plan(self, device="auto") -> list:
-        """The workers for an analysis with this `device` (a list of :class:`WorkerSpec`)."""
-        return plan_workers(self.topology, device=device, **self.options)
+    def plan(self, device="auto", feedable=True) -> list:
+        """The workers for an analysis with this `device` (a list of :class:`WorkerSpec`,
+        readers last); `feedable`: whether the analysis can take its frames from readers."""
+        return plan_workers(self.topology, device=device, feedable=feedable, **self.options)
 
     def parts_for(self, n_frames: int) -> int:
         """Parts to cut ``n_frames`` into: ``part_frames`` each, or (``'auto'``) eight per
@@ -155,13 +177,21 @@ class NodeBackend(_OwnBackend):
             return max(1, math.ceil(n_frames / self.part_frames))
         return max(1, min(n_frames, 8 * self.n_workers))
 
-    def describe(self, device="auto") -> str:
-        """The plan as text, one worker per line."""
+    def describe(self, device="auto", feedable=True) -> str:
+        """The plan as text, one compute worker per line, then the readers."""
         t = self.topology
         head = (f"node: {len(t.groups)} CPU group(s) ({t.source}): "
                 + "; ".join(f"{g.name} cpus {_fmt_cpus(g.cpus)} ({g.n_cores} cores)" for g in t.groups)
                 + f"; {t.n_gpus} GPU(s) ({t.gpu_source or t.source})")
-        return "\n".join([head] + ["  " + s.describe() for s in self.plan(device)])
+        plan = self.plan(device, feedable)
+        lines = [head] + ["  " + s.describe() for s in plan if s.kind != "reader"]
+        readers = [s for s in plan if s.kind == "reader"]
+        if readers:
+            cpus = sorted(c for s in readers for c in s.cpus)
+            lines.append(f"  {len(readers)} reader(s), 1 cpu each (cpus {_fmt_cpus(cpus)}, "
+                         f"{readers[0].start_method}): they decode the frames, the workers "
+                         "above histogram them")
+        return "\n".join(lines)
 
     def __repr__(self):
         return f"NodeBackend(n_workers={self.n_workers}, {self.options!r})"
@@ -179,13 +209,18 @@ class NodeBackend(_OwnBackend):
             return []
         analysis = _analysis_of(func)
         device = getattr(analysis, "device", "auto")
-        specs = self.plan(device if isinstance(device, str) else "auto")[:n]
+        can_feed = getattr(analysis, "_can_feed", None)
+        feedable = bool(can_feed()) if can_feed is not None else False
+        plan = self.plan(device if isinstance(device, str) else "auto", feedable)
+        reader_specs = [s for s in plan if s.kind == "reader"]
+        specs = [s for s in plan if s.kind != "reader"][:n]
         # a worker that does not fork imports the main script again: not if that reruns this
-        methods = sorted({s.start_method for s in specs} - {"fork"})
+        methods = sorted({s.start_method for s in specs + reader_specs} - {"fork"})
         where = unguarded_main_call() if methods else None
         if where is not None:
             raise main_guard_error(where, methods, any(s.kind == "gpu" for s in specs))
         payload = pickle.dumps(_quiet(func), protocol=pickle.HIGHEST_PROTOCOL)
+        rings, filled, tasks = {}, {}, None
         # A forked worker inherits the payload; the others get it through their pipe once
         # they say "hello": Python writes a spawned process's arguments to it before the
         # child reads them, and would wait for ever on one that died while starting.
@@ -201,22 +236,54 @@ class NodeBackend(_OwnBackend):
         bar = self._progress_bar(sum(sizes))
         stats = {"duplicates_started": 0, "duplicates_won": 0}
         dup_assigned = set()
+        readers: list[_Worker] = []
         ok = False
         try:
-            for spec in specs:
+            if reader_specs:
+                # one ring of frame slots per compute worker (feed.py); queues of the spawn
+                # context serve forked and spawned processes alike
+                n_rows = len(analysis._layout().ix)
+                n_slots = max(3, math.ceil(len(reader_specs) / len(specs)) + 2)
+                slot_bytes = 12 * n_rows + 256
+                where = ring_directory(len(specs) * n_slots * slot_bytes)
+                qctx = mp.get_context("spawn")
+                tasks = qctx.Queue()
+                for spec in specs:
+                    rings[spec.rank] = Ring.new(n_slots, n_rows, where)
+                    filled[spec.rank] = qctx.Queue()
+            for spec in specs + reader_specs:
                 ctx = mp.get_context(spec.start_method)
                 parent_conn, child_conn = ctx.Pipe(duplex=True)
                 inherit = spec.start_method == "fork"
                 to_send += not inherit
+                if spec.kind == "reader":
+                    feed = ("reader", tasks, {r: g.spec() for r, g in rings.items()}, filled)
+                else:
+                    feed = ((rings[spec.rank].spec(), tasks, filled[spec.rank])
+                            if rings else None)
                 proc = ctx.Process(target=_worker_main, name=f"mdakit-fastrdf-{spec.rank}",
                                    args=(child_conn, spec, payload if inherit else None,
-                                         self.pin, os.getpid()),
+                                         self.pin, os.getpid(), feed),
                                    daemon=True)
                 proc.start()
                 child_conn.close()
-                workers.append(_Worker(spec, proc, parent_conn))
+                (readers if spec.kind == "reader" else workers).append(
+                    _Worker(spec, proc, parent_conn, fed=bool(rings)))
             if not to_send:
                 payload = None
+
+            def top_up(w):
+                """A fed worker holds its next part while it computes one: the readers
+                read across the end of its part."""
+                if w.fed and pending and not w.queued:
+                    idx = pending.popleft()
+                    owners[idx].add(w.spec.rank)
+                    w.queued.append(idx)
+                    try:
+                        w.conn.send(("part", idx, computations[idx]))
+                    except OSError:
+                        w.proc.join(2.0)
+                        self._raise_died(w, computations)
 
             def assign(w, now):
                 if pending:
@@ -236,13 +303,39 @@ class NodeBackend(_OwnBackend):
                 except OSError:  # it died since its last message
                     w.proc.join(2.0)
                     self._raise_died(w, computations)
+                top_up(w)
 
             while n_done < n:
                 live = [w for w in workers if w.status not in ("stopped", "ended")]
                 idle = any(w.status == "idle" for w in live)
-                objs = [w.conn for w in live] + [w.proc.sentinel for w in live]
+                objs = ([w.conn for w in live + readers]
+                        + [w.proc.sentinel for w in live + readers])
                 ready = wait(objs, timeout=0.05 if idle else 1.0)
                 now = time.perf_counter()
+                for w in readers:
+                    if w.conn in ready or w.proc.sentinel in ready:
+                        while self._poll(w.conn):
+                            try:
+                                msg = w.conn.recv()
+                            except (EOFError, OSError):
+                                w.proc.join(2.0)
+                                self._raise_died(w, computations)
+                            if msg[0] == "hello":
+                                try:
+                                    w.conn.send_bytes(payload)
+                                except OSError:
+                                    w.proc.join(2.0)
+                                    self._raise_died(w, computations)
+                                to_send -= 1
+                                if not to_send:
+                                    payload = None
+                            elif msg[0] == "ready":
+                                w.pid, w.cpus, w.status = msg[2]["pid"], msg[2]["cpus"], "reading"
+                            elif msg[0] == "error":
+                                self._raise_remote(w, msg, computations)
+                        if w.proc.sentinel in ready and not self._poll(w.conn):
+                            w.proc.join(2.0)
+                            self._raise_died(w, computations)
                 for w in live:
                     if w.conn in ready or w.proc.sentinel in ready:
                         while n_done < n and self._poll(w.conn):
@@ -280,7 +373,10 @@ class NodeBackend(_OwnBackend):
                                         stats["duplicates_won"] += 1
                                     if bar is not None:
                                         bar.update(sizes[idx])
-                                if n_done < n:
+                                if w.queued:  # a fed worker goes on with its next part
+                                    w.part, w.t0 = w.queued.popleft(), now
+                                    top_up(w)
+                                elif n_done < n:
                                     assign(w, now)
                                 else:
                                     w.status = "idle"
@@ -294,7 +390,13 @@ class NodeBackend(_OwnBackend):
                         assign(w, now)
             ok = True
         finally:
+            self._shutdown(readers, graceful=False)  # they hold nothing: end them first
             self._shutdown(workers, graceful=ok)
+            for ring in rings.values():
+                ring.close(unlink=True)
+            for q in ([tasks] if tasks is not None else []) + list(filled.values()):
+                q.close()
+                q.cancel_join_thread()
             if bar is not None:
                 bar.close()
             self.last_run = {
@@ -309,6 +411,9 @@ class NodeBackend(_OwnBackend):
                      "busy_s": w.busy_s, "duplicates": w.duplicates,
                      "devices_used": sorted(w.devices_used)}
                     for w in workers],
+                "readers": [{"rank": w.spec.rank, "pid": w.pid or w.proc.pid,
+                             "cpus": w.cpus or list(w.spec.cpus)}
+                            for w in readers],
             }
         return results
 
@@ -372,7 +477,8 @@ class NodeBackend(_OwnBackend):
             how = "closed its connection"
         else:
             how = f"exited with code {code}"
-        doing = (self._frames_text(computations, w.part) if w.status == "busy"
+        doing = ("while reading frames" if w.spec.kind == "reader"
+                 else self._frames_text(computations, w.part) if w.status == "busy"
                  else "while starting (see its output above)" if w.status == "starting"
                  else "while idle")
         hint = ""

@@ -99,7 +99,8 @@ def _check_gpus(gpus, n_visible, source):
 
 def plan_workers(topology: NodeTopology, *, device="auto", gpus=_AUTO, cpu_workers=_AUTO,
                  threads_per_worker=_AUTO, hybrid=_AUTO, n_workers=None, start_method=None,
-                 gpu_start_method="spawn", gpu_standin=False) -> list:
+                 gpu_start_method="spawn", gpu_standin=False, readers=_AUTO,
+                 feedable=True) -> list:
     """Decide the workers of a :class:`NodeBackend` run on ``topology``.
 
     GPU workers come first, one per GPU in `gpus`, each pinned to one core of its own,
@@ -108,7 +109,15 @@ def plan_workers(topology: NodeTopology, *, device="auto", gpus=_AUTO, cpu_worke
     a frame while the other computes; one when the group has a single free core), split
     into contiguous blocks of cores, one thread per physical core. See
     :class:`NodeBackend` for the options. Returns a list of :class:`WorkerSpec`.
+
+    Readers (``kind='reader'``, after the compute workers, one logical CPU each) prepare the
+    frames of the compute workers (:mod:`.feed`) when the analysis allows it (`feedable`):
+    ``readers='auto'`` gives every CPU left by the GPU workers to readers when GPU workers
+    are planned and `hybrid` is not True (decoding a frame takes far longer than its
+    histogram on a GPU), and none on a CPU-only plan (CPU workers that read their own
+    frames are readers already); an integer asks for that many.
     """
+    readers = _check_auto_int("readers", readers, 0, "it is the number of reader processes")
     cpu_workers = _check_auto_int("cpu_workers", cpu_workers, 0,
                                   "it is the number of CPU worker processes")
     threads_per_worker = _check_auto_int("threads_per_worker", threads_per_worker, 1,
@@ -163,6 +172,11 @@ def plan_workers(topology: NodeTopology, *, device="auto", gpus=_AUTO, cpu_worke
             f"cpu_workers={cpu_workers} with hybrid={hybrid!r} and device={device!r}: CPU "
             "workers run only in hybrid mode; pass hybrid=True (and device='auto')")
 
+    if readers != _AUTO and readers > 0 and not feedable:
+        raise ValueError(
+            f"readers={readers}: this analysis cannot take its frames from readers (its "
+            "frames need more than fixed rows and the box, e.g. an UpdatingAtomGroup or "
+            "k-space sums); use readers=0 or 'auto'")
     # free physical cores of each group (each a tuple of logical cpus)
     free = [list(g.cores) if g.cores else [(c,) for c in g.cpus] for g in topology.groups]
     specs = []
@@ -177,6 +191,35 @@ def plan_workers(topology: NodeTopology, *, device="auto", gpus=_AUTO, cpu_worke
             len(specs), "gpu", f"cuda:{gid}", tuple(core), 1, gpu_start_method,
             engine_device="cpu" if gpu_standin else f"cuda:{gid}"))
 
+    # readers: logical CPUs of the free cores, taken in turn from the groups
+    if readers == _AUTO:
+        n_readers = (sum(len(core) for f in free for core in f)
+                     if feedable and gpu_ids and hybrid is not True else 0)
+        if n_readers and hybrid == _AUTO:
+            use_cpu = False  # the free CPUs read for the GPUs
+    else:
+        n_readers = readers
+    reader_cpus = []
+    if n_readers:
+        order = [list(f) for f in free]
+        while len(reader_cpus) < n_readers and any(order):
+            for g, cores in enumerate(order):
+                if cores and len(reader_cpus) < n_readers:
+                    core = cores.pop(0)
+                    free[g].remove(core)
+                    reader_cpus.extend(core[: n_readers - len(reader_cpus)])
+        if not reader_cpus:  # every core went to GPU workers: readers share them
+            reader_cpus = [c for s in specs for c in s.cpus][:1]
+        k = 0
+        while len(reader_cpus) < n_readers:  # more readers than free CPUs: they share them
+            reader_cpus.append(reader_cpus[k])
+            k += 1
+        if not specs and not any(free):
+            # a CPU-only node whose cores all read: the CPU worker shares them (its kernel
+            # waits for frames most of the time, which is why one asks for so many readers)
+            cores = [core for g in topology.groups
+                     for core in (g.cores or [(c,) for c in g.cpus])]
+            free = [cores]
     if use_cpu:
         n_free = [len(f) for f in free]
         total_free = sum(n_free)
@@ -206,7 +249,10 @@ def plan_workers(topology: NodeTopology, *, device="auto", gpus=_AUTO, cpu_worke
                 threads = len(block) if threads_per_worker == _AUTO else threads_per_worker
                 specs.append(WorkerSpec(len(specs), "cpu", "cpu", cpus, max(1, threads),
                                         cpu_method, engine_device="cpu"))
-    if not specs:
+    for c in reader_cpus:
+        specs_r = WorkerSpec(len(specs), "reader", "cpu", (c,), 1, cpu_method, engine_device="cpu")
+        specs.append(specs_r)
+    if not any(s.kind != "reader" for s in specs):
         raise ValueError(
             "no workers could be planned: no GPU and no free core "
             f"(topology: {len(topology.groups)} group(s), {topology.n_cpus} cpu(s), "

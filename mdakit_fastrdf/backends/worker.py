@@ -11,7 +11,8 @@ import time
 import traceback
 
 from ..engine import WorkerPlacement, set_worker_placement
-from .base import _PartResult
+from .base import _analysis_of, _PartResult
+from .feed import FeedClient, read_frames
 from .planning import WorkerSpec
 
 
@@ -61,10 +62,15 @@ def _private_progress_lock():
     _private_lock_pid = pid
 
 
-def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, parent_pid: int):
+def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, parent_pid: int,
+                 feed=None):
     """A node backend worker: compute the parts the parent sends on `conn` with the
     pickled analysis `payload` (None: ask the parent for it on `conn`, as a worker that did
-    not fork does) until the parent says stop."""
+    not fork does) until the parent says stop.
+
+    `feed`: None (the worker reads its frames), ``(ring spec, task queue, filled queue)``
+    for a worker fed by readers (:mod:`.feed`), or ``('reader', task queue, {rank: ring
+    spec}, {rank: filled queue})`` for a reader."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it stops us on Ctrl-C
     _die_with_parent()
     # The caller died before prctl? A forked or spawned worker is the caller's child; one
@@ -94,8 +100,17 @@ def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, paren
         del payload
         cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
         conn.send(("ready", spec.rank, {"pid": os.getpid(), "cpus": cpus}))
+        client = None
+        if feed is not None and feed[0] == "reader":
+            _, tasks, rings, filled = feed
+            read_frames(_analysis_of(func), tasks, rings, filled)
+            return
+        if feed is not None:
+            ring, tasks, filled = feed
+            client = FeedClient(spec.rank, ring, tasks, filled, conn)
+            _analysis_of(func)._feed = client
         while True:
-            msg = conn.recv()
+            msg = conn.recv() if client is None else client.next_message()
             if msg[0] == "stop":
                 break
             _, idx, computation = msg

@@ -1,0 +1,273 @@
+"""Readers apart from compute workers: the node backend's feed.
+
+A GPU computes the histogram of a frame in a few milliseconds, while decoding the frame
+from a compressed trajectory takes tens to hundreds (1M atoms of XTC: ~90 ms on one core).
+A GPU worker that reads its own frames is therefore busy a few percent of the time. With a
+feed, *reader* processes (each with its own copy of the analysis and so its own open
+trajectory) decode frames in parallel and write each frame's rows (the atoms the analysis
+needs, already gathered, or its centres), frame index, time, box and volume into a slot of
+the compute worker's ring; the compute worker runs the analysis's ordinary frame loop on
+them, without touching the trajectory.
+
+Protocol (no coordinates are pickled; all messages are a few integers):
+
+* The parent creates one :class:`Ring` per fed compute worker: a file in ``/dev/shm``
+  (another temporary directory when it lacks room) of ``n_slots`` slots, mapped by the
+  worker and by every reader.
+* A compute worker knows its frames from the parts the parent sends it (it receives the
+  next part while it computes the current one). Its :class:`FeedClient` numbers the frames
+  it will compute, ``position`` 0, 1, 2, ..., and puts a task ``(rank, slot, position,
+  frame)`` on the readers' common task queue for each, at most ``n_slots`` ahead of the frame
+  it computes; the slot of position ``p`` is ``p % n_slots``, free because the worker has
+  finished position ``p - n_slots`` before it issues ``p``. So readers never wait for a
+  slot, and a worker never waits on anything but the frame it needs next.
+* A reader takes a task, reads the frame (``trajectory[frame]``), writes the slot and puts
+  ``position`` on the worker's queue. The queue's message (a pipe write) orders the slot's
+  contents before the notice on every architecture.
+* The worker consumes positions in order and checks each slot's frame index.
+
+Results are those of the same parts computed by workers that read their own frames: the
+same frames, in the same order, in the same parts.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import os
+import queue
+import tempfile
+import uuid
+
+import numpy as np
+
+__all__ = ["FeedClient", "Ring", "ring_directory"]
+
+#: float64 header of a slot: position, frame, time, has_box, dimensions (6), volume
+_META = 11
+_ALIGN = 64
+
+
+def ring_directory(nbytes: int) -> str:
+    """Where rings of `nbytes` in all go: ``/dev/shm`` (memory) when it has room for them,
+    else the temporary directory (a file the page cache keeps in memory as long as it can;
+    containers often give ``/dev/shm`` only 64 MB)."""
+    for d in ("/dev/shm", tempfile.gettempdir()):
+        try:
+            st = os.statvfs(d)
+        except OSError:
+            continue
+        if st.f_bavail * st.f_frsize > 1.25 * nbytes + (64 << 20):
+            return d
+    return tempfile.gettempdir()
+
+
+class Ring:
+    """``n_slots`` frames of ``n_rows`` float32 rows each, in a file mapped by the compute
+    worker that owns it and by the readers."""
+
+    def __init__(self, path: str, n_slots: int, n_rows: int, *, create: bool = False):
+        self.path, self.n_slots, self.n_rows = path, int(n_slots), int(n_rows)
+        rows_bytes = 12 * self.n_rows
+        self.slot_bytes = _ALIGN * math.ceil((8 * _META + rows_bytes) / _ALIGN)
+        size = self.slot_bytes * self.n_slots
+        if create:
+            with open(path, "wb") as f:
+                f.truncate(size)
+        self._map = np.memmap(path, dtype=np.uint8, mode="r+", shape=(size,))
+        self._meta = [self._map[s * self.slot_bytes: s * self.slot_bytes + 8 * _META]
+                      .view(np.float64) for s in range(self.n_slots)]
+        self._rows = [self._map[s * self.slot_bytes + 8 * _META:
+                                s * self.slot_bytes + 8 * _META + rows_bytes]
+                      .view(np.float32).reshape(self.n_rows, 3) for s in range(self.n_slots)]
+
+    @classmethod
+    def new(cls, n_slots, n_rows, directory=None):
+        directory = directory or tempfile.gettempdir()
+        path = os.path.join(directory, f"mdakit-fastrdf-feed-{os.getpid()}-{uuid.uuid4().hex}")
+        return cls(path, n_slots, n_rows, create=True)
+
+    @property
+    def nbytes(self):
+        return self.slot_bytes * self.n_slots
+
+    def spec(self):
+        """What another process needs to map this ring."""
+        return (self.path, self.n_slots, self.n_rows)
+
+    def rows(self, slot):
+        return self._rows[slot]
+
+    def write_meta(self, slot, position, ts):
+        m = self._meta[slot]
+        dims = ts.dimensions
+        m[0], m[1], m[2] = position, ts.frame, ts.time
+        if dims is None:
+            m[3] = 0.0
+            m[4:10] = np.nan
+        else:
+            m[3] = 1.0
+            m[4:10] = dims
+        m[10] = ts.volume
+
+    def timestep(self, slot):
+        """(position, the frame's :class:`_FedTimestep`) of a written slot."""
+        from ..analysis.base import _FedTimestep  # (the analyses import the backends)
+
+        m = self._meta[slot]
+        dims = np.array(m[4:10], dtype=np.float32) if m[3] else None
+        return int(m[0]), _FedTimestep(int(m[1]), float(m[2]), dims, np.float64(m[10]))
+
+    def close(self, unlink=False):
+        self._meta = self._rows = None
+        self._map = None
+        if unlink:
+            try:
+                os.unlink(self.path)
+            except FileNotFoundError:
+                pass
+
+
+class _FedFrames:
+    """The frames of one part, as its compute worker receives them from the readers."""
+
+    def __init__(self, client, analysis, frames):
+        self._client, self._analysis = client, analysis
+        self.frames = tuple(int(f) for f in frames)
+
+    def __len__(self):
+        return len(self.frames)
+
+    def __iter__(self):
+        client, analysis = self._client, self._analysis
+        for frame in self.frames:
+            ts, rows = client.next_frame(frame)
+            analysis._fed_rows = rows
+            try:
+                yield ts
+            finally:
+                analysis._fed_rows = None
+                client.release()
+
+
+class FeedClient:
+    """A compute worker's side of the feed: issues the reading of its frames and hands
+    them to the analysis's frame loop in order.
+
+    Parameters
+    ----------
+    rank : int
+        The worker's rank (the readers' key to its ring and queue).
+    ring : tuple
+        :meth:`Ring.spec` of the worker's ring.
+    tasks, filled : multiprocessing queues
+        The readers' task queue, and this worker's queue of written positions.
+    conn : Connection
+        The worker's pipe to the parent: parts that arrive while the worker computes are
+        kept (and their frames issued) for :meth:`next_message`.
+    """
+
+    def __init__(self, rank, ring, tasks, filled, conn):
+        self.rank = rank
+        self.ring = Ring(*ring)
+        self.tasks, self.filled, self.conn = tasks, filled, conn
+        tasks.cancel_join_thread()  # readings still queued at the end of the run are dropped
+        self.stash = collections.deque()   # parent messages received while computing
+        self.unissued = collections.deque()  # frames of known parts not yet given to readers
+        self.issued = collections.deque()    # (position, frame) given to readers, in order
+        self.next_position = 0
+        self.arrived = set()
+        self._current = None                 # the slot the analysis holds
+
+    # -- messages from the parent ---------------------------------------------------
+    def _take(self, msg):
+        if msg[0] == "part":
+            self.unissued.extend(int(f) for f in np.asarray(msg[2])[:, 1])
+            self._issue()
+        return msg
+
+    def poll(self):
+        """Keep the parts the parent sent meanwhile (their frames are issued at once)."""
+        while self.conn.poll():
+            self.stash.append(self._take(self.conn.recv()))
+
+    def next_message(self):
+        """The next message from the parent (kept ones first)."""
+        if self.stash:
+            return self.stash.popleft()
+        return self._take(self.conn.recv())
+
+    # -- frames ---------------------------------------------------------------------
+    def frames(self, analysis, slicer):
+        return _FedFrames(self, analysis, slicer)
+
+    def _issue(self):
+        n = self.ring.n_slots
+        while self.unissued and len(self.issued) < n:
+            frame = self.unissued.popleft()
+            pos = self.next_position
+            self.next_position += 1
+            self.issued.append((pos, frame))
+            self.tasks.put((self.rank, pos % n, pos, frame))
+
+    def next_frame(self, frame):
+        """The Timestep and rows of the next position, which must be `frame`."""
+        self.poll()
+        self._issue()
+        if not self.issued:
+            raise RuntimeError(f"feed: frame {frame} was never given to the readers")
+        pos, want = self.issued[0]
+        if want != frame:
+            raise RuntimeError(f"feed: the next frame read is {want}, the analysis wants {frame}")
+        while pos not in self.arrived:
+            try:
+                self.arrived.add(self.filled.get(timeout=1.0))
+            except queue.Empty:
+                self.poll()  # keep taking the parent's parts while the readers work
+        self.arrived.discard(pos)
+        slot = pos % self.ring.n_slots
+        got, ts = self.ring.timestep(slot)
+        if got != pos or ts.frame != frame:
+            raise RuntimeError(f"feed: slot {slot} holds position {got} frame {ts.frame}, "
+                               f"expected position {pos} frame {frame}")
+        self._current = slot
+        return ts, self.ring.rows(slot)
+
+    def release(self):
+        """The analysis is done with the current slot: issue the next reading into it."""
+        if self._current is not None:
+            self.issued.popleft()
+            self._current = None
+            self._issue()
+
+
+def read_frames(analysis, tasks, rings, filled):
+    """A reader's loop: frames from `tasks` into the compute workers' rings until a None.
+
+    ``rings``: ``{rank: Ring.spec()}``; ``filled``: ``{rank: queue}``."""
+    n_rows = analysis._prepare_reader()
+    for q in filled.values():
+        q.cancel_join_thread()  # the parent ends readers when the run is done
+    trajectory = analysis._trajectory
+    opened = {}
+    while True:
+        task = tasks.get()
+        if task is None:
+            break
+        rank, slot, pos, frame = task
+        ring = opened.get(rank)
+        if ring is None:
+            ring = opened[rank] = Ring(*rings[rank])
+            if ring.n_rows != n_rows:
+                raise RuntimeError(f"feed: worker {rank}'s ring has {ring.n_rows} rows per frame, "
+                                   f"this reader's analysis {n_rows}")
+        try:
+            ts = trajectory[frame]
+            analysis._read_frame(ts, ring.rows(slot))
+        except Exception as exc:
+            if hasattr(exc, "add_note"):
+                exc.add_note(f"(a reader of the node backend, reading frame {frame} for "
+                             f"worker {rank})")
+            raise
+        ring.write_meta(slot, pos, ts)
+        filled[rank].put(pos)

@@ -1,0 +1,291 @@
+"""Readers apart from compute workers (the node backend's feed, backends/feed.py).
+
+A fed run computes the same parts, frames and order as a run whose workers read their own
+frames, so every result is the same bit for bit; the integer counts equal serial's. GPU
+workers are CPU stand-ins here (spawned, bound to made-up devices, engines on the CPU).
+"""
+
+import glob
+import os
+import tempfile
+import warnings
+
+import numpy as np
+import pytest
+
+from conftest import load_universe, make_universe, random_positions_in_box
+
+from mdakit_fastrdf import InterRDF, InterRDF_s, LateralRDF, SpeciesRDF
+from mdakit_fastrdf.backends import NodeBackend, WorkerDiedError, plan_workers
+from mdakit_fastrdf.backends.feed import Ring
+from mdakit_fastrdf.backends.topology import NodeTopology, detect_topology
+
+
+def _interrdf(u):
+    ow = u.select_atoms("name OW")[:500]
+    return InterRDF(ow, ow, nbins=60, range=(0.0, 12.0), exclusion_block=(1, 1))
+
+
+def _interrdf_centres(u):
+    water = u.select_atoms("resname SOL and not name MW")[:600]
+    return InterRDF(water, water, nbins=40, range=(0.0, 12.0), compound="residues",
+                    unwrap=False, exclusion_block=(1, 1))
+
+
+def _interrdf_s(u):
+    ow = u.select_atoms("name OW")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return InterRDF_s(u, [[ow[:20], ow[20:50]], [ow[50:60], ow[50:60]]], nbins=40,
+                          range=(0.0, 10.0))
+
+
+def _species(u):
+    return SpeciesRDF(u.atoms[:700], by="name", nbins=50, range=(0.0, 10.0))
+
+
+def _lateral(u):
+    ow = u.select_atoms("name OW")[:400]
+    return LateralRDF(ow, ow, nbins=40, range=(0.0, 10.0), exclusion_block=(1, 1))
+
+
+ANALYSES = [
+    pytest.param(_interrdf, id="InterRDF"),
+    pytest.param(_interrdf_centres, id="InterRDF-centres"),
+    pytest.param(_interrdf_s, id="InterRDF_s"),
+    pytest.param(_species, id="SpeciesRDF"),
+    pytest.param(_lateral, id="LateralRDF"),
+]
+
+
+@pytest.fixture(scope="module")
+def adk():
+    return load_universe("TPR", "XTC")
+
+
+@pytest.fixture(scope="module")
+def npt_universe():
+    """In memory: 8 frames, a triclinic box that changes every frame."""
+    rng = np.random.default_rng(5)
+    n_frames, n = 8, 240
+    dims = np.array([[22.0 + 0.4 * f, 23.0, 24.0 - 0.2 * f, 82.0, 96.0, 104.0]
+                     for f in range(n_frames)])
+    coords = np.stack([random_positions_in_box(rng, n, dims[f])[0] for f in range(n_frames)])
+    return make_universe(coords, dims, atoms_per_residue=3)
+
+
+def _standins(readers="auto", **kw):
+    """One GPU worker (a CPU stand-in) and readers on the cores of this machine."""
+    topo = NodeTopology(detect_topology().groups, n_gpus=1, source="test",
+                        gpu_source="stand-ins")
+    return NodeBackend(gpus=[0], topology=topo, _gpu_standin=True, readers=readers, **kw)
+
+
+def _ring_files():
+    return set(glob.glob("/dev/shm/mdakit-fastrdf-feed-*")
+               + glob.glob(os.path.join(tempfile.gettempdir(), "mdakit-fastrdf-feed-*")))
+
+
+def _same(x, y, key, exact_float):
+    if isinstance(x, (list, tuple)):
+        assert len(x) == len(y), key
+        for u, v in zip(x, y):
+            _same(u, v, key, exact_float)
+    elif isinstance(x, (np.ndarray, float, int, np.floating, np.integer)):
+        if exact_float or np.asarray(x).dtype.kind in "iub":
+            np.testing.assert_array_equal(x, y, err_msg=key)
+        else:
+            np.testing.assert_allclose(x, y, rtol=1e-13, err_msg=key)
+
+
+def _assert_same_results(a, b, exact_float=True):
+    assert a.results.keys() == b.results.keys()
+    for k in a.results:
+        _same(a.results[k], b.results[k], k, exact_float)
+    np.testing.assert_array_equal(a.frames, b.frames)
+    np.testing.assert_array_equal(a.times, b.times)
+
+
+# -- the plan ---------------------------------------------------------------------------------
+
+
+def test_plan_gives_free_cpus_to_readers_beside_gpus():
+    topo = NodeTopology.simple([16], n_gpus=1)
+    specs = plan_workers(topo)
+    kinds = [s.kind for s in specs]
+    assert kinds == ["gpu"] + ["reader"] * 15
+    readers = [s for s in specs if s.kind == "reader"]
+    gpu_cpus = set(specs[0].cpus)
+    assert all(len(s.cpus) == 1 and not gpu_cpus & set(s.cpus) for s in readers)
+    assert len({s.cpus for s in readers}) == 15  # each its own cpu
+    # CPU workers on request instead, and no readers for an analysis that cannot be fed
+    assert "reader" not in [s.kind for s in plan_workers(topo, hybrid=True)]
+    assert [s.kind for s in plan_workers(topo, feedable=False)][:1] == ["gpu"]
+    assert "reader" not in [s.kind for s in plan_workers(topo, feedable=False)]
+    assert "cpu" in [s.kind for s in plan_workers(topo, feedable=False)]
+    # two sockets, two GPUs: readers on both sockets
+    specs = plan_workers(NodeTopology.simple([8, 8], n_gpus=2))
+    assert [s.kind for s in specs] == ["gpu", "gpu"] + ["reader"] * 14
+
+
+def test_plan_without_gpus_has_no_readers_unless_asked():
+    topo = NodeTopology.simple([4])
+    assert "reader" not in [s.kind for s in plan_workers(topo)]
+    specs = plan_workers(topo, readers=3, cpu_workers=1)
+    assert [s.kind for s in specs] == ["cpu", "reader", "reader", "reader"]
+    # more readers than cores: they share the cores, and the CPU worker shares them too
+    specs = plan_workers(NodeTopology.simple([2]), readers=3, cpu_workers=1)
+    assert [s.kind for s in specs] == ["cpu"] + ["reader"] * 3
+
+
+def test_plan_readers_errors():
+    topo = NodeTopology.simple([4], n_gpus=1)
+    with pytest.raises(ValueError, match="readers=2: this analysis cannot take its frames"):
+        plan_workers(topo, readers=2, feedable=False)
+    with pytest.raises(ValueError, match="readers"):
+        plan_workers(topo, readers=-1)
+    with pytest.raises(TypeError, match="readers"):
+        plan_workers(topo, readers=1.5)
+
+
+def test_describe_names_the_readers():
+    b = NodeBackend(topology=NodeTopology.simple([8], n_gpus=1), gpus=[0])
+    text = b.describe()
+    assert "7 reader(s)" in text and "gpu" in text
+    assert "reader" not in NodeBackend(topology=NodeTopology.simple([8], n_gpus=1), gpus=[0],
+                                       readers=0).describe()
+    assert b.n_workers == 1  # readers are not compute workers
+
+
+# -- the same results ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("make", ANALYSES)
+def test_fed_cpu_worker_equals_unfed_and_serial(adk, make):
+    """A CPU worker fed by two readers = the same parts read by the worker, bit for bit."""
+    ser = make(adk).run()
+    fed_backend = NodeBackend(readers=2, cpu_workers=1, part_frames=3)
+    fed = make(adk).run(backend=fed_backend)
+    own = make(adk).run(backend=NodeBackend(readers=0, cpu_workers=1, part_frames=3))
+    _assert_same_results(fed, own)
+    _assert_same_results(fed, ser, exact_float=False)
+    run = fed_backend.last_run
+    assert len(run["readers"]) == 2 and all(r["pid"] for r in run["readers"])
+    assert [w["frames"] for w in run["workers"]] == [len(adk.trajectory)]
+
+
+@pytest.mark.parametrize("make", ANALYSES)
+def test_fed_gpu_standin_equals_serial(adk, make):
+    """The default plan beside a GPU: a GPU worker (stand-in) fed by readers."""
+    ser = make(adk).run(step=2)
+    backend = _standins()
+    fed = make(adk).run(step=2, backend=backend)
+    _assert_same_results(fed, ser, exact_float=False)
+    run = backend.last_run
+    assert run["readers"], "the default plan beside a GPU has readers"
+    assert [w["kind"] for w in run["workers"]] == ["gpu"]
+
+
+def test_changing_box_and_blocks(npt_universe):
+    """Each frame's box and volume travel with its rows: block results and volume_cum of a
+    fed run equal those of the unfed run with the same parts bit for bit."""
+    g = npt_universe.atoms
+    kw = dict(nbins=30, range=(0.0, 9.0), exclusion_block=(1, 1))
+    ser = InterRDF(g, g, **kw).run(blocks=4)
+    own = InterRDF(g, g, **kw).run(blocks=4, backend=NodeBackend(readers=0, cpu_workers=1,
+                                                                 part_frames=3))
+    fed = InterRDF(g, g, **kw).run(blocks=4, backend=NodeBackend(readers=3, cpu_workers=1,
+                                                                 part_frames=3))
+    _assert_same_results(fed, own)
+    np.testing.assert_array_equal(fed.results.count_uint64, ser.results.count_uint64)
+    np.testing.assert_array_equal(fed.results.block_count_uint64, ser.results.block_count_uint64)
+    np.testing.assert_allclose(fed.results.volume_cum, ser.results.volume_cum, rtol=1e-14)
+
+
+def test_frame_selection(npt_universe):
+    g = npt_universe.atoms
+    kw = dict(nbins=30, range=(0.0, 9.0))
+    ser = InterRDF(g, g, **kw).run(frames=[6, 1, 3, 3])
+    fed = InterRDF(g, g, **kw).run(frames=[6, 1, 3, 3],
+                                   backend=NodeBackend(readers=2, cpu_workers=1, part_frames=1))
+    np.testing.assert_array_equal(fed.frames, [6, 1, 3, 3])
+    np.testing.assert_array_equal(fed.results.count_uint64, ser.results.count_uint64)
+
+
+def test_updating_groups_run_without_readers(adk):
+    """An UpdatingAtomGroup's rows change each frame: its workers read their own frames."""
+    shell = adk.select_atoms("name OW and around 6 protein", updating=True)
+    ow = adk.select_atoms("name OW")
+    kw = dict(nbins=30, range=(0.0, 8.0))
+    ser = InterRDF(shell, ow, **kw).run(step=3)
+    backend = _standins()
+    par = InterRDF(shell, ow, **kw).run(step=3, backend=backend)
+    assert backend.last_run["readers"] == []
+    np.testing.assert_array_equal(par.results.count_uint64, ser.results.count_uint64)
+    with pytest.raises(ValueError, match="cannot take its frames from readers"):
+        InterRDF(shell, ow, **kw).run(step=3, backend=NodeBackend(readers=2, cpu_workers=1))
+
+
+# -- failures -------------------------------------------------------------------------------------
+
+
+def test_reader_error_names_the_frame():
+    rng = np.random.default_rng(3)
+    dims = np.array([20.0, 20.0, 20.0, 90.0, 90.0, 90.0])
+    coords = np.stack([random_positions_in_box(rng, 50, dims)[0] for _ in range(6)])
+    coords[4, 7] = np.nan
+    u = make_universe(coords, np.tile(dims, (6, 1)))
+    before = _ring_files()
+    with pytest.raises(ValueError, match="frame 4 hold NaN") as info:
+        InterRDF(u.atoms, u.atoms, nbins=10, range=(0.0, 8.0)).run(
+            backend=NodeBackend(readers=2, cpu_workers=1))
+    assert any("reader" in note for note in getattr(info.value, "__notes__", []))
+    assert _ring_files() == before
+
+
+class _DyingReaderRDF(InterRDF):
+    """A reader process that ends without a word on frame 3."""
+
+    def _read_frame(self, ts, out):
+        if ts.frame == 3:
+            os._exit(7)
+        super()._read_frame(ts, out)
+
+
+def test_dead_reader_stops_the_run(npt_universe):
+    g = npt_universe.atoms
+    before = _ring_files()
+    with pytest.raises(WorkerDiedError, match="reader.*exited with code 7"):
+        _DyingReaderRDF(g, g, nbins=10, range=(0.0, 8.0)).run(
+            backend=NodeBackend(readers=1, cpu_workers=1))
+    assert _ring_files() == before
+
+
+def test_rings_are_removed(npt_universe):
+    before = _ring_files()
+    g = npt_universe.atoms
+    InterRDF(g, g, nbins=10, range=(0.0, 8.0)).run(backend=NodeBackend(readers=2, cpu_workers=1))
+    assert _ring_files() == before
+
+
+def test_ring_round_trip(tmp_path):
+    class TS:
+        frame, time, volume = 12, 2.5, np.float64(1234.5)
+        dimensions = np.array([10, 11, 12, 90, 80, 70], dtype=np.float32)
+
+    ring = Ring.new(3, 5, str(tmp_path))
+    other = Ring(*ring.spec())
+    ring.rows(2)[:] = np.arange(15, dtype=np.float32).reshape(5, 3)
+    ring.write_meta(2, 8, TS)
+    pos, ts = other.timestep(2)
+    assert pos == 8 and ts.frame == 12 and ts.time == 2.5 and ts.volume == TS.volume
+    np.testing.assert_array_equal(ts.dimensions, TS.dimensions)
+    assert ts.dimensions.dtype == np.float32
+    np.testing.assert_array_equal(other.rows(2), ring.rows(2))
+    TS.dimensions = None
+    ring.write_meta(0, 9, TS)
+    assert other.timestep(0)[1].dimensions is None
+    with pytest.raises(RuntimeError, match="no positions"):
+        ts.positions  # noqa: B018
+    ring.close(unlink=True)
+    assert not os.path.exists(ring.path)
