@@ -466,7 +466,7 @@ class CylindricalRDF(LateralRDF):
 
     def _output_parameters(self):
         params = super()._output_parameters()
-        for key in ("normal", "n_atoms1", "n_atoms2", "exclusion_block", "exclude_same",
+        for key in ("normal", "n_atoms2", "exclusion_block", "exclude_same",
                     "normalization_mode"):
             params.pop(key, None)
         return params | {
@@ -474,7 +474,9 @@ class CylindricalRDF(LateralRDF):
             "refgroup_n_atoms": None if self.refgroup is None else len(self.refgroup),
             "center": self.center, "unwrap": self.unwrap, "density": self.density,
             "height": self.height, "n_atoms": len(self.atomgroup),
-            "n_centres1": 1,  # one axis: the coordination is the atoms within r of it
+            # the first "group" is the one axis site: the coordination is the atoms
+            # within r of it
+            "n_atoms1": 1, "n_centres1": 1,
         }
 
     def _summary(self):
