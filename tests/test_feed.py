@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 import pytest
 
-from conftest import load_universe, make_universe, random_positions_in_box
+from conftest import load_universe, make_universe, random_positions_in_box, requires_gpu
 
 from mdakit_fastrdf import InterRDF, InterRDF_s, LateralRDF, SpeciesRDF
 from mdakit_fastrdf.backends import NodeBackend, WorkerDiedError, plan_workers
@@ -289,3 +289,18 @@ def test_ring_round_trip(tmp_path):
         ts.positions  # noqa: B018
     ring.close(unlink=True)
     assert not os.path.exists(ring.path)
+
+
+@requires_gpu
+def test_fed_gpu_worker_equals_cpu(adk):
+    """A real GPU worker fed by readers gives the CPU's serial counts."""
+    ow = adk.select_atoms("name OW")
+    kw = dict(nbins=75, range=(0.0, 15.0))
+    ser = InterRDF(ow, ow, device="cpu", **kw).run()
+    backend = NodeBackend(gpus=[0], readers=2)
+    fed = InterRDF(ow, ow, device="cuda", **kw).run(backend=backend)
+    np.testing.assert_array_equal(fed.results.count_uint64, ser.results.count_uint64)
+    np.testing.assert_array_equal(fed.frames, ser.frames)
+    run = backend.last_run
+    assert [w["kind"] for w in run["workers"]] == ["gpu"] and len(run["readers"]) == 2
+    assert run["workers"][0]["devices_used"] == ["cuda:0"]
