@@ -14,7 +14,12 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import load_universe, make_universe, random_positions_in_box, reference_edges
+from conftest import (
+    load_universe,
+    make_universe,
+    random_positions_in_box,
+    reference_edges,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from MDAnalysis.lib.mdamath import triclinic_vectors

@@ -28,10 +28,10 @@ from MDAnalysis.core.groups import AtomGroup
 
 from ..engine import NO_BOX
 from .base import PairLayout, frame_sum
+from .centres import CompoundCentres, compound_centres
 from .checks import check_atomgroup, is_updating
 from .declarations import Command, Field, Option, OutputSpec, Table, histogram_fields
 from .lateral import LateralRDF, ring_areas
-from .centres import CompoundCentres, compound_centres
 from .rdf import _needs_attribute
 
 __all__ = ["DENSITIES", "CylindricalRDF"]
@@ -485,10 +485,10 @@ class CylindricalRDF(LateralRDF):
         mean = np.asarray(res.frame_origin, dtype=np.float64).mean(axis=0)
         where = ("the centre of --refgroup" if self.refgroup is not None
                  else "--origin" if self.origin is not None else "the centre of the box")
-        lines = [("Axis", f"along {self.axis}, through {where} (mean point "
-                          f"{mean[0]:.4g} {mean[1]:.4g} {mean[2]:.4g} Å)")]
+        point = f"{mean[0]:.4g} {mean[1]:.4g} {mean[2]:.4g}"
+        lines = [("Axis", f"along {self.axis}, through {where} (mean point {point} Å)")]
         if "rho" in res:
-            lines.append(("Density", f"ρ = {res.rho:.6g} Å⁻³ (density {self.density}, "
-                                     f"L = {res.length:.6g} Å)"))
+            rho = f"ρ = {res.rho:.6g} Å⁻³ (density {self.density}, L = {res.length:.6g} Å)"
+            lines.append(("Density", rho))
         lines.append(("Within rmax", f"{res.cdf[-1]:.6g} atoms per frame"))
         return lines
