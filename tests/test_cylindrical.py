@@ -31,8 +31,9 @@ pytestmark = pytest.mark.filterwarnings("ignore:Reader has no dt information")
 BOXES = {
     "ortho": np.array([21.0, 23.0, 30.0, 90, 90, 90]),
     "hexagonal": np.array([22.0, 22.0, 30.0, 90, 90, 120]),
-    "tilted": np.array([22.0, 24.0, 28.0, 70, 80, 95]),  # c out of the z axis
+    "oblique": np.array([22.0, 24.0, 28.0, 90, 90, 75]),  # c along z, a and b oblique
 }
+TILTED = np.array([22.0, 24.0, 28.0, 70, 80, 95])  # c out of the z axis: refused
 
 
 def box_vectors(dims):
@@ -87,7 +88,7 @@ def _counts(r):
 
 
 @pytest.mark.parametrize("box,axis", [("ortho", "z"), ("ortho", "x"), ("ortho", "y"),
-                                      ("hexagonal", "z"), ("tilted", "z")])
+                                      ("hexagonal", "z"), ("oblique", "z")])
 @pytest.mark.parametrize("precision", ["double", "single"])
 def test_counts_equal_the_brute_force(box, axis, precision):
     """Fixed origin in the box: every axis of an orthorhombic box, z of triclinic ones."""
@@ -119,7 +120,7 @@ def test_hypothesis_frames(seed, box, axis, where, rmax, rmin_frac, nbins):
     dims = None if box == "none" else BOXES[box]
     if dims is None and where == "centre":
         where = "origin"
-    if axis in ("x", "y") and box in ("hexagonal", "tilted"):
+    if axis in ("x", "y") and box in ("hexagonal", "oblique"):
         axis = "z"  # (x, y need an orthorhombic box: test_bad_input)
     vector = None
     if axis == "vector":
@@ -402,11 +403,14 @@ def test_bad_input():
         CylindricalRDF(atoms, axis=object())
     with pytest.raises(ValueError, match="not a lattice plane"):
         CylindricalRDF(atoms, range=(0, 8), axis=(1, 1, 0)).run()
-    tilted = _universe(BOXES["tilted"])
+    oblique = _universe(BOXES["oblique"])
     with pytest.raises(ValueError, match="axis='x' needs an orthorhombic box"):
-        CylindricalRDF(tilted.atoms, range=(0, 8), axis="x").run()
-    with pytest.raises(ValueError, match="box height along the axis"):
-        CylindricalRDF(tilted.atoms, range=(0, 30.0)).run()
+        CylindricalRDF(oblique.atoms, range=(0, 8), axis="x").run()
+    tilted = _universe(TILTED)
+    with pytest.raises(ValueError, match="vector c is tilted out of the axis"):
+        CylindricalRDF(tilted.atoms, range=(0, 8.0)).run()
+    with pytest.raises(ValueError, match="vector c is tilted out of the axis"):
+        CylindricalRDF(load_universe("TPR", "XTC").atoms[:10], range=(0, 8.0)).run(stop=1)
     with pytest.raises(ValueError, match="empty AtomGroup"):
         CylindricalRDF(atoms[[]])
     with pytest.raises(TypeError, match="atomgroup must be an MDAnalysis AtomGroup"):
@@ -488,3 +492,19 @@ def test_which_rdf_page_code_runs(tmp_path, monkeypatch):
     assert 1.0 <= far.mean() < 1.2 and far.min() > 0.9
     assert heads.results.coordination[-1] > 10
     assert 0 < lipids.results.rho < 0.1
+
+
+def test_cell_lists_give_the_all_pairs_counts(membrane):
+    """The lipid atoms around the membrane protein's axis (hexagonal box): the cell-list
+    and all-pairs kernels give the same counts, which are the brute force's."""
+    u = membrane
+    ow, protein = u.select_atoms("resname POPE POPG"), u.select_atoms("protein")
+    kw = {"nbins": 50, "range": (0.0, 10.0), "refgroup": protein}
+    counts = {m: _counts(CylindricalRDF(ow, method=m, **kw).run(stop=2))
+              for m in ("allpairs", "cells")}
+    np.testing.assert_array_equal(counts["cells"], counts["allpairs"])
+    edges = reference_edges(50, (0.0, 10.0))
+    ref = sum(reference_counts(ow.positions, protein.positions.astype(np.float64).mean(axis=0),
+                               u.dimensions, edges) for _ in u.trajectory[:2])
+    np.testing.assert_array_equal(counts["cells"], ref)
+    assert ref.sum() > 100

@@ -102,8 +102,9 @@ class CylindricalRDF(LateralRDF):
         reference density of `density`; ``'density'``: the number density profile
         :math:`\rho(r)` in Å⁻³; ``'none'``: atoms per bin and frame (Notes).
     axis : {'z', 'x', 'y'} or array_like, optional
-        Keyword only. Direction of the axis (default ``'z'``). ``'z'`` works in every box
-        (MDAnalysis puts the box vectors **a** and **b** in the xy plane); ``'x'`` and
+        Keyword only. Direction of the axis (default ``'z'``). ``'z'`` needs a box whose
+        vector **c** lies along z (alpha = beta = 90°: orthorhombic, hexagonal, any
+        :math:`\gamma`; MDAnalysis puts **a** and **b** in the xy plane); ``'x'`` and
         ``'y'`` need an orthorhombic box. A 3-vector along a coordinate axis is that axis;
         any other vector only without a box (with one, the plane normal to it is no lattice
         plane and periodic images in it are not defined: a ValueError).
@@ -218,10 +219,13 @@ class CylindricalRDF(LateralRDF):
     distance from the axis whatever its position along it.
 
     The distance is taken from the nearest periodic image of the axis (in the plane normal
-    to it). Beyond half the smallest width of the box in that plane the histogram is
-    incomplete (the shells reach other images of the axis), and :meth:`run` warns once, as
-    :class:`~mdakit_fastrdf.LateralRDF` does; with a box vector **c** tilted out of the
-    axis, `range` must stay below the box length along the axis (a ValueError).
+    to it: the images :math:`n_a \mathbf a + n_b \mathbf b` for ``axis='z'``). That needs
+    the box vector along the axis to lie on it (**c** along z: alpha = beta = 90°, as in
+    orthorhombic and hexagonal boxes; any :math:`\gamma`), so that the lattice maps the
+    axis onto itself; a box whose **c** is tilted out of the axis (a rhombic dodecahedron,
+    a truncated octahedron) is a ValueError. Beyond half the smallest width of the box in
+    the plane the histogram is incomplete (the shells reach other images of the axis), and
+    :meth:`run` warns once, as :class:`~mdakit_fastrdf.LateralRDF` does.
 
     Examples
     --------
@@ -361,6 +365,19 @@ class CylindricalRDF(LateralRDF):
 
     def _frame_rows(self):
         return {**super()._frame_rows(), "frame_origin": (3,)}
+
+    def _plane(self, box):
+        plane = super()._plane(box)
+        if box.kind != NO_BOX:
+            c = box.vectors32[self._normal]
+            if np.any(np.delete(c, self._normal) != 0):
+                raise ValueError(
+                    f"axis={self.axis!r}: frame {self._ts.frame}'s box vector c is tilted out "
+                    f"of the axis ({c.tolist()} Å), so the periodic images of the axis along "
+                    "c are not on it but beside it, and the distance from the nearest image "
+                    "of the axis is not defined. Use a box whose third vector lies along the "
+                    "axis (orthorhombic, hexagonal or any box with alpha = beta = 90°)")
+        return plane
 
     def _frame_box(self):
         # The base checks that norm='rdf' has a box, for the box volumes of InterRDF's
