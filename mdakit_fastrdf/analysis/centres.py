@@ -21,20 +21,22 @@ The arithmetic follows MDAnalysis 2.11 (``lib/_cutil.pyx:make_whole``,
       \mathbf{r}'_c = \mathrm{f32}\bigl(\mathbf{r}'_p + \mathrm{mic}(\mathrm{f32}(\mathbf{r}_c
       - \mathbf{r}'_p))\bigr)
 
-  in float64, with the minimum image of :func:`MDAnalysis.lib.distances.minimize_vectors`
-  (orthorhombic and triclinic boxes);
+  in float64. In an orthorhombic box the minimum image is ``make_whole``'s own formula
+  (:math:`s = \mathrm{f32}(1/L)\,x`, :math:`x - L\,\mathrm{round}(s)`, C's rounding of
+  halves away from zero); in a triclinic box it is
+  :func:`MDAnalysis.lib.distances.minimize_vectors`;
 * in an orthorhombic box a compound whose atoms all lie within half a box length of its
   reference atom on every axis keeps its positions as they are (``make_whole``'s early
-  exit), so whole molecules give MDAnalysis's centres bit for bit;
-* the centres are taken per class of compounds of equal size, with MDAnalysis's
-  ``einsum`` (weights) or ``mean`` (geometry) in float64, compounds in the order of their
-  index (residue, segment, molecule or fragment index).
+  exit);
+* the centres are taken per class of compounds of equal size (the non-stable split of
+  ``center``), with MDAnalysis's ``einsum`` (weights) or ``mean`` (geometry) in float64,
+  compounds in the order of their index (residue, segment, molecule or fragment index).
 
-The only difference from MDAnalysis is the minimum image of a bond vector in an
-orthorhombic box (MDAnalysis's ``make_whole`` multiplies by the float32 inverse of the box
-length, ``minimize_vectors`` by the float64 one) and, in a triclinic box, the order of the
-image shifts: a difference in the last bits of float64 before the rounding to float32,
-rarely one float32 ulp of a position in a broken compound.
+With MDAnalysis 2.11 the centres are the same bits as ``center(..., unwrap=True)`` on every
+case of tests/test_centres.py. The triclinic minimum image differs from ``make_whole``'s
+(27 images around the neighbour, no first shift) in the order of the float64 additions,
+and where bonded atoms lie more than one image apart: ``make_whole`` then leaves the bond
+broken, ``minimize_vectors`` finds the minimum image.
 """
 
 from __future__ import annotations
