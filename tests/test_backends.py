@@ -198,12 +198,13 @@ def test_forkserver_workers(adk, which):
 
 def test_hybrid_standin_gpu_and_cpu_worker(adk):
     """One GPU worker (stand-in, spawned) beside a CPU worker (forked) on the other core:
-    eight parts per worker, identical counts."""
+    eight parts per worker, identical counts (readers=0: the default plan gives the free
+    cores to readers instead, test_feed.py)."""
     groups = _machine_groups()
     if sum(len(g.cpus) for g in groups) < 2:
         pytest.skip("needs two cores")
     topo = NodeTopology(groups, n_gpus=1, source="test", gpu_source="stand-in")
-    backend = NodeBackend(topology=topo, _gpu_standin=True)
+    backend = NodeBackend(topology=topo, _gpu_standin=True, readers=0)
     assert [s.kind for s in backend.specs][:2] == ["gpu", "cpu"]
     assert backend.parts_for(100) == 8 * backend.n_workers
     ser = _interrdf(adk).run()
@@ -691,8 +692,11 @@ def test_plan_two_socket_node():
 
 def test_plan_four_gpu_node():
     """2 sockets x 32 cores, 4 GPUs -> 4 GPU workers (spawn, one core each, two per socket)
-    and CPU workers on the 30 remaining cores of each socket."""
-    specs = plan_workers(NodeTopology.simple([32, 32], n_gpus=4))
+    and (readers=0) CPU workers on the 30 remaining cores of each socket; by default the
+    60 free cores read for the GPUs instead (test_feed.py)."""
+    readers = plan_workers(NodeTopology.simple([32, 32], n_gpus=4))
+    assert [s.kind for s in readers] == ["gpu"] * 4 + ["reader"] * 60
+    specs = plan_workers(NodeTopology.simple([32, 32], n_gpus=4), readers=0)
     gpu = [s for s in specs if s.kind == "gpu"]
     cpu = [s for s in specs if s.kind == "cpu"]
     assert [s.device for s in gpu] == ["cuda:0", "cuda:1", "cuda:2", "cuda:3"]

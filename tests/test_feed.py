@@ -164,9 +164,9 @@ def test_describe_names_the_readers():
 def test_fed_cpu_worker_equals_unfed_and_serial(adk, make):
     """A CPU worker fed by two readers = the same parts read by the worker, bit for bit."""
     ser = make(adk).run()
-    fed_backend = NodeBackend(readers=2, cpu_workers=1, part_frames=3)
+    fed_backend = NodeBackend(gpus=None, readers=2, cpu_workers=1, part_frames=3)
     fed = make(adk).run(backend=fed_backend)
-    own = make(adk).run(backend=NodeBackend(readers=0, cpu_workers=1, part_frames=3))
+    own = make(adk).run(backend=NodeBackend(gpus=None, readers=0, cpu_workers=1, part_frames=3))
     _assert_same_results(fed, own)
     _assert_same_results(fed, ser, exact_float=False)
     run = fed_backend.last_run
@@ -192,9 +192,9 @@ def test_changing_box_and_blocks(npt_universe):
     g = npt_universe.atoms
     kw = dict(nbins=30, range=(0.0, 9.0), exclusion_block=(1, 1))
     ser = InterRDF(g, g, **kw).run(blocks=4)
-    own = InterRDF(g, g, **kw).run(blocks=4, backend=NodeBackend(readers=0, cpu_workers=1,
+    own = InterRDF(g, g, **kw).run(blocks=4, backend=NodeBackend(gpus=None, readers=0, cpu_workers=1,
                                                                  part_frames=3))
-    fed = InterRDF(g, g, **kw).run(blocks=4, backend=NodeBackend(readers=3, cpu_workers=1,
+    fed = InterRDF(g, g, **kw).run(blocks=4, backend=NodeBackend(gpus=None, readers=3, cpu_workers=1,
                                                                  part_frames=3))
     _assert_same_results(fed, own)
     np.testing.assert_array_equal(fed.results.count_uint64, ser.results.count_uint64)
@@ -207,7 +207,7 @@ def test_frame_selection(npt_universe):
     kw = dict(nbins=30, range=(0.0, 9.0))
     ser = InterRDF(g, g, **kw).run(frames=[6, 1, 3, 3])
     fed = InterRDF(g, g, **kw).run(frames=[6, 1, 3, 3],
-                                   backend=NodeBackend(readers=2, cpu_workers=1, part_frames=1))
+                                   backend=NodeBackend(gpus=None, readers=2, cpu_workers=1, part_frames=1))
     np.testing.assert_array_equal(fed.frames, [6, 1, 3, 3])
     np.testing.assert_array_equal(fed.results.count_uint64, ser.results.count_uint64)
 
@@ -223,7 +223,7 @@ def test_updating_groups_run_without_readers(adk):
     assert backend.last_run["readers"] == []
     np.testing.assert_array_equal(par.results.count_uint64, ser.results.count_uint64)
     with pytest.raises(ValueError, match="cannot take its frames from readers"):
-        InterRDF(shell, ow, **kw).run(step=3, backend=NodeBackend(readers=2, cpu_workers=1))
+        InterRDF(shell, ow, **kw).run(step=3, backend=NodeBackend(gpus=None, readers=2, cpu_workers=1))
 
 
 # -- failures -------------------------------------------------------------------------------------
@@ -238,7 +238,7 @@ def test_reader_error_names_the_frame():
     before = _ring_files()
     with pytest.raises(ValueError, match="frame 4 hold NaN") as info:
         InterRDF(u.atoms, u.atoms, nbins=10, range=(0.0, 8.0)).run(
-            backend=NodeBackend(readers=2, cpu_workers=1))
+            backend=NodeBackend(gpus=None, readers=2, cpu_workers=1))
     assert any("reader" in note for note in getattr(info.value, "__notes__", []))
     assert _ring_files() == before
 
@@ -257,14 +257,14 @@ def test_dead_reader_stops_the_run(npt_universe):
     before = _ring_files()
     with pytest.raises(WorkerDiedError, match="reader.*exited with code 7"):
         _DyingReaderRDF(g, g, nbins=10, range=(0.0, 8.0)).run(
-            backend=NodeBackend(readers=1, cpu_workers=1))
+            backend=NodeBackend(gpus=None, readers=1, cpu_workers=1))
     assert _ring_files() == before
 
 
 def test_rings_are_removed(npt_universe):
     before = _ring_files()
     g = npt_universe.atoms
-    InterRDF(g, g, nbins=10, range=(0.0, 8.0)).run(backend=NodeBackend(readers=2, cpu_workers=1))
+    InterRDF(g, g, nbins=10, range=(0.0, 8.0)).run(backend=NodeBackend(gpus=None, readers=2, cpu_workers=1))
     assert _ring_files() == before
 
 

@@ -15,7 +15,9 @@ Protocol (no coordinates are pickled; all messages are a few integers):
   (another temporary directory when it lacks room) of ``n_slots`` slots, mapped by the
   worker and by every reader.
 * A compute worker knows its frames from the parts the parent sends it (it receives the
-  next part while it computes the current one). Its :class:`FeedClient` numbers the frames
+  next part while it computes the current one). The parent gives a fed worker its first
+  two parts as it starts it, and the readers the first ``n_slots`` of their frames, so
+  that reading overlaps the worker's start (a GPU worker: imports, the CUDA context). Its :class:`FeedClient` numbers the frames
   it will compute, ``position`` 0, 1, 2, ..., and puts a task ``(rank, slot, position,
   frame)`` on the readers' common task queue for each, at most ``n_slots`` ahead of the frame
   it computes; the slot of position ``p`` is ``p % n_slots``, free because the worker has
@@ -37,6 +39,7 @@ import math
 import os
 import queue
 import tempfile
+import time
 import uuid
 
 import numpy as np
@@ -167,7 +170,7 @@ class FeedClient:
         kept (and their frames issued) for :meth:`next_message`.
     """
 
-    def __init__(self, rank, ring, tasks, filled, conn):
+    def __init__(self, rank, ring, tasks, filled, conn, preissued=0):
         self.rank = rank
         self.ring = Ring(*ring)
         self.tasks, self.filled, self.conn = tasks, filled, conn
@@ -178,13 +181,26 @@ class FeedClient:
         self.next_position = 0
         self.arrived = set()
         self._current = None                 # the slot the analysis holds
+        self.preissued = int(preissued)      # first frames the parent gave the readers
+        self.wait_s = 0.0                    # time spent waiting for the readers
 
     # -- messages from the parent ---------------------------------------------------
     def _take(self, msg):
         if msg[0] == "part":
-            self.unissued.extend(int(f) for f in np.asarray(msg[2])[:, 1])
+            for f in np.asarray(msg[2])[:, 1]:
+                if self.preissued:  # the parent issued it while this worker started
+                    self.issued.append((self.next_position, int(f)))
+                    self.next_position += 1
+                    self.preissued -= 1
+                else:
+                    self.unissued.append(int(f))
             self._issue()
         return msg
+
+    def take_wait(self):
+        """Seconds spent waiting for the readers since the last call."""
+        w, self.wait_s = self.wait_s, 0.0
+        return w
 
     def poll(self):
         """Keep the parts the parent sent meanwhile (their frames are issued at once)."""
@@ -219,11 +235,14 @@ class FeedClient:
         pos, want = self.issued[0]
         if want != frame:
             raise RuntimeError(f"feed: the next frame read is {want}, the analysis wants {frame}")
-        while pos not in self.arrived:
-            try:
-                self.arrived.add(self.filled.get(timeout=1.0))
-            except queue.Empty:
-                self.poll()  # keep taking the parent's parts while the readers work
+        if pos not in self.arrived:
+            t0 = time.perf_counter()
+            while pos not in self.arrived:
+                try:
+                    self.arrived.add(self.filled.get(timeout=1.0))
+                except queue.Empty:
+                    self.poll()  # keep taking the parent's parts while the readers work
+            self.wait_s += time.perf_counter() - t0
         self.arrived.discard(pos)
         slot = pos % self.ring.n_slots
         got, ts = self.ring.timestep(slot)

@@ -39,6 +39,8 @@ class _Worker:
     devices_used: set = field(default_factory=set)
     queued: collections.deque = field(default_factory=collections.deque)  # fed: next parts
     fed: bool = False
+    unsent: list = field(default_factory=list)  # parts to send once the payload is sent
+    feed_wait_s: float = 0.0
 
     def rate(self):
         return self.frames / self.busy_s if self.busy_s > 0 else None
@@ -235,42 +237,19 @@ class NodeBackend(_OwnBackend):
         t_start = time.perf_counter()
         bar = self._progress_bar(sum(sizes))
         stats = {"duplicates_started": 0, "duplicates_won": 0}
+        timeline = {"first_ready_s": None, "parts_done_s": []}
         dup_assigned = set()
         readers: list[_Worker] = []
         ok = False
         try:
-            if reader_specs:
-                # one ring of frame slots per compute worker (feed.py); queues of the spawn
-                # context serve forked and spawned processes alike
-                n_rows = len(analysis._layout().ix)
-                n_slots = max(3, math.ceil(len(reader_specs) / len(specs)) + 2)
-                slot_bytes = 12 * n_rows + 256
-                where = ring_directory(len(specs) * n_slots * slot_bytes)
-                qctx = mp.get_context("spawn")
-                tasks = qctx.Queue()
-                for spec in specs:
-                    rings[spec.rank] = Ring.new(n_slots, n_rows, where)
-                    filled[spec.rank] = qctx.Queue()
-            for spec in specs + reader_specs:
-                ctx = mp.get_context(spec.start_method)
-                parent_conn, child_conn = ctx.Pipe(duplex=True)
-                inherit = spec.start_method == "fork"
-                to_send += not inherit
-                if spec.kind == "reader":
-                    feed = ("reader", tasks, {r: g.spec() for r, g in rings.items()}, filled)
-                else:
-                    feed = ((rings[spec.rank].spec(), tasks, filled[spec.rank])
-                            if rings else None)
-                proc = ctx.Process(target=_worker_main, name=f"mdakit-fastrdf-{spec.rank}",
-                                   args=(child_conn, spec, payload if inherit else None,
-                                         self.pin, os.getpid(), feed),
-                                   daemon=True)
-                proc.start()
-                child_conn.close()
-                (readers if spec.kind == "reader" else workers).append(
-                    _Worker(spec, proc, parent_conn, fed=bool(rings)))
-            if not to_send:
-                payload = None
+            def send_unsent(w):
+                try:
+                    for msg in w.unsent:
+                        w.conn.send(msg)
+                except OSError:
+                    w.proc.join(2.0)
+                    self._raise_died(w, computations)
+                w.unsent = []
 
             def top_up(w):
                 """A fed worker holds its next part while it computes one: the readers
@@ -304,6 +283,56 @@ class NodeBackend(_OwnBackend):
                     w.proc.join(2.0)
                     self._raise_died(w, computations)
                 top_up(w)
+
+            if reader_specs:
+                # one ring of frame slots per compute worker (feed.py); queues of the spawn
+                # context serve forked and spawned processes alike
+                n_rows = len(analysis._layout().ix)
+                n_slots = max(3, math.ceil(len(reader_specs) / len(specs)) + 2)
+                slot_bytes = 12 * n_rows + 256
+                where = ring_directory(len(specs) * n_slots * slot_bytes)
+                qctx = mp.get_context("spawn")
+                tasks = qctx.Queue()
+                for spec in specs:
+                    rings[spec.rank] = Ring.new(n_slots, n_rows, where)
+                    filled[spec.rank] = qctx.Queue()
+            now = time.perf_counter()
+            for spec in specs + reader_specs:
+                ctx = mp.get_context(spec.start_method)
+                parent_conn, child_conn = ctx.Pipe(duplex=True)
+                inherit = spec.start_method == "fork"
+                to_send += not inherit
+                first = []
+                if spec.kind == "reader":
+                    feed = ("reader", tasks, {r: g.spec() for r, g in rings.items()}, filled)
+                elif rings:
+                    # A fed worker gets its first two parts now, and the readers start on
+                    # their frames while the worker starts (a GPU worker: imports, CUDA)
+                    first = [pending.popleft() for _ in range(2) if pending]
+                    frames = [int(f) for i in first for f in computations[i][:, 1]]
+                    pre = frames[: rings[spec.rank].n_slots]
+                    for pos, frame in enumerate(pre):
+                        tasks.put((spec.rank, pos % rings[spec.rank].n_slots, pos, frame))
+                    feed = (rings[spec.rank].spec(), tasks, filled[spec.rank], len(pre))
+                else:
+                    feed = None
+                proc = ctx.Process(target=_worker_main, name=f"mdakit-fastrdf-{spec.rank}",
+                                   args=(child_conn, spec, payload if inherit else None,
+                                         self.pin, os.getpid(), feed),
+                                   daemon=True)
+                proc.start()
+                child_conn.close()
+                w = _Worker(spec, proc, parent_conn, fed=bool(rings))
+                (readers if spec.kind == "reader" else workers).append(w)
+                if first:
+                    for idx in first:
+                        owners[idx].add(spec.rank)
+                    w.part, w.queued, w.status, w.t0 = first[0], collections.deque(first[1:]), "busy", now
+                    w.unsent = [("part", idx, computations[idx]) for idx in first]
+                    if inherit:
+                        send_unsent(w)
+            if not to_send:
+                payload = None
 
             while n_done < n:
                 live = [w for w in workers if w.status not in ("stopped", "ended")]
@@ -351,14 +380,20 @@ class NodeBackend(_OwnBackend):
                                 except OSError:  # it died since
                                     w.proc.join(2.0)
                                     self._raise_died(w, computations)
+                                send_unsent(w)
                                 to_send -= 1
                                 if not to_send:
                                     payload = None
                             elif kind == "ready":
                                 w.pid, w.cpus = msg[2]["pid"], msg[2]["cpus"]
-                                assign(w, now)
+                                if timeline["first_ready_s"] is None:
+                                    timeline["first_ready_s"] = now - t_start
+                                if w.status == "starting":  # (a fed worker has its parts)
+                                    assign(w, now)
                             elif kind == "done":
-                                _, idx, res, secs, used = msg
+                                _, idx, res, secs, used, wait_s = msg
+                                w.feed_wait_s += wait_s
+                                timeline["parts_done_s"].append(round(now - t_start, 4))
                                 if used is not None:
                                     w.devices_used.add(used)
                                 w.parts += 1
@@ -401,6 +436,7 @@ class NodeBackend(_OwnBackend):
                 bar.close()
             self.last_run = {
                 "wall_s": time.perf_counter() - t_start,
+                **timeline,
                 "n_parts": n,
                 "n_frames": sum(sizes),
                 **stats,
@@ -409,6 +445,7 @@ class NodeBackend(_OwnBackend):
                      "n_threads": w.spec.n_threads, "start_method": w.spec.start_method,
                      "pid": w.pid, "cpus": w.cpus, "parts": w.parts, "frames": w.frames,
                      "busy_s": w.busy_s, "duplicates": w.duplicates,
+                     "feed_wait_s": w.feed_wait_s,
                      "devices_used": sorted(w.devices_used)}
                     for w in workers],
                 "readers": [{"rank": w.spec.rank, "pid": w.pid or w.proc.pid,
@@ -477,9 +514,10 @@ class NodeBackend(_OwnBackend):
             how = "closed its connection"
         else:
             how = f"exited with code {code}"
-        doing = ("while reading frames" if w.spec.kind == "reader"
+        doing = ("while starting (see its output above)"
+                 if w.status == "starting" or w.pid is None
+                 else "while reading frames" if w.spec.kind == "reader"
                  else self._frames_text(computations, w.part) if w.status == "busy"
-                 else "while starting (see its output above)" if w.status == "starting"
                  else "while idle")
         hint = ""
         if code == -signal.SIGKILL:

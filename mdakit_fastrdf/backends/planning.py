@@ -113,8 +113,9 @@ def plan_workers(topology: NodeTopology, *, device="auto", gpus=_AUTO, cpu_worke
     Readers (``kind='reader'``, after the compute workers, one logical CPU each) prepare the
     frames of the compute workers (:mod:`.feed`) when the analysis allows it (`feedable`):
     ``readers='auto'`` gives every CPU left by the GPU workers to readers when GPU workers
-    are planned and `hybrid` is not True (decoding a frame takes far longer than its
-    histogram on a GPU), and none on a CPU-only plan (CPU workers that read their own
+    are planned and no CPU worker is asked for (`hybrid` True, `cpu_workers` or `n_workers`
+    beyond the GPUs): decoding a frame takes far longer than its histogram on a GPU. It
+    plans none on a CPU-only node (CPU workers that read their own
     frames are readers already); an integer asks for that many.
     """
     readers = _check_auto_int("readers", readers, 0, "it is the number of reader processes")
@@ -193,8 +194,10 @@ def plan_workers(topology: NodeTopology, *, device="auto", gpus=_AUTO, cpu_worke
 
     # readers: logical CPUs of the free cores, taken in turn from the groups
     if readers == _AUTO:
+        wants_cpu_workers = (hybrid is True or cpu_workers != _AUTO
+                             or (n_workers is not None and n_workers > len(gpu_ids)))
         n_readers = (sum(len(core) for f in free for core in f)
-                     if feedable and gpu_ids and hybrid is not True else 0)
+                     if feedable and gpu_ids and not wants_cpu_workers else 0)
         if n_readers and hybrid == _AUTO:
             use_cpu = False  # the free CPUs read for the GPUs
     else:

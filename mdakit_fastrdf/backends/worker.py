@@ -106,8 +106,8 @@ def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, paren
             read_frames(_analysis_of(func), tasks, rings, filled)
             return
         if feed is not None:
-            ring, tasks, filled = feed
-            client = FeedClient(spec.rank, ring, tasks, filled, conn)
+            ring, tasks, filled, preissued = feed
+            client = FeedClient(spec.rank, ring, tasks, filled, conn, preissued)
             _analysis_of(func)._feed = client
         while True:
             msg = conn.recv() if client is None else client.next_message()
@@ -118,7 +118,8 @@ def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, paren
             obj = func(computation)
             # the device the part really ran on (the engine's, once it has run a frame)
             used = getattr(getattr(obj, "_engine", None), "device_used", None)
-            conn.send(("done", idx, _PartResult(obj), time.perf_counter() - t0, used))
+            wait_s = client.take_wait() if client is not None else 0.0
+            conn.send(("done", idx, _PartResult(obj), time.perf_counter() - t0, used, wait_s))
             idx = None
     except (EOFError, BrokenPipeError, ConnectionResetError):
         return  # the parent has gone or closed our pipe
