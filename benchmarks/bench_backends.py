@@ -261,7 +261,7 @@ def mode_e2e(args):
                     backend=NodeBackend(readers=args.readers)),
             }
             out, times = {}, {}
-            fed_backend = NodeBackend(readers=args.readers)
+            fed_backend = NodeBackend(readers=args.readers, gpu_threads=args.gpu_threads)
             runs["node (readers)"] = lambda: InterRDF(ag, ag, **kw).run(backend=fed_backend)
             for k, fn in runs.items():
                 times[k], out[k] = best_of(args.repeat, fn)
@@ -277,11 +277,12 @@ def mode_e2e(args):
             # the fixed cost of a node run (workers, CUDA, readers opening the trajectory):
             # a run of 2 frames; the rest of the frames go at the steady rate
             t_two, _ = best_of(args.repeat, lambda: InterRDF(ag, ag, **kw).run(
-                stop=2, backend=NodeBackend(readers=args.readers)))
+                stop=2, backend=NodeBackend(readers=args.readers, gpu_threads=args.gpu_threads)))
             steady = steady_parts  # frames after the first part / their time
             ref = out["serial"].results.count_uint64
             same = all(np.array_equal(o.results.count_uint64, ref) for o in out.values())
-            plan = NodeBackend(readers=args.readers).describe(args.device)
+            plan = NodeBackend(readers=args.readers,
+                               gpu_threads=args.gpu_threads).describe(args.device)
             print(f"# {label}: node plan\n" + "\n".join("#   " + x for x in plan.splitlines()),
                   flush=True)
             fps = {k: args.frames / t for k, t in times.items()}
@@ -324,6 +325,9 @@ def main(argv=None):
     p.add_argument("--formats", nargs="*", default=["XTC", "DCD"], choices=("XTC", "DCD"),
                    help="e2e: trajectory formats")
     p.add_argument("--device", default="auto", help="e2e: the analysis's device")
+    p.add_argument("--gpu-threads", default="auto",
+                   type=lambda v: v if v == "auto" else int(v),
+                   help="e2e: cores of the GPU worker of the reader row ('auto' or a number)")
     p.add_argument("--readers", default="auto",
                    type=lambda v: v if v == "auto" else int(v),
                    help="e2e and cpu: readers of the node backend's reader row "

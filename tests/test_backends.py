@@ -695,7 +695,8 @@ def test_plan_four_gpu_node():
     and (readers=0) CPU workers on the 30 remaining cores of each socket; by default the
     60 free cores read for the GPUs instead (test_feed.py)."""
     readers = plan_workers(NodeTopology.simple([32, 32], n_gpus=4))
-    assert [s.kind for s in readers] == ["gpu"] * 4 + ["reader"] * 60
+    assert [s.kind for s in readers] == ["gpu"] * 4 + ["reader"] * 48
+    assert [len(s.cpus) for s in readers[:4]] == [4] * 4
     specs = plan_workers(NodeTopology.simple([32, 32], n_gpus=4), readers=0)
     gpu = [s for s in specs if s.kind == "gpu"]
     cpu = [s for s in specs if s.kind == "cpu"]
@@ -706,9 +707,9 @@ def test_plan_four_gpu_node():
     used = [c for s in specs for c in s.cpus]
     assert len(used) == len(set(used)) == 64
     no_hybrid = plan_workers(NodeTopology.simple([32, 32], n_gpus=4), hybrid=False)
-    assert [s.kind for s in no_hybrid] == ["gpu"] * 4
+    assert [s.kind for s in no_hybrid if s.kind != "reader"] == ["gpu"] * 4  # (readers read)
     only_gpu = plan_workers(NodeTopology.simple([32, 32], n_gpus=4), device="cuda:0")
-    assert [s.kind for s in only_gpu] == ["gpu"] * 4
+    assert [s.kind for s in only_gpu if s.kind != "reader"] == ["gpu"] * 4
     cpu_only = plan_workers(NodeTopology.simple([32, 32], n_gpus=4), device="cpu")
     assert [s.kind for s in cpu_only] == ["cpu"] * 4
     two = plan_workers(NodeTopology.simple([32, 32], n_gpus=4), gpus=[1, 3], cpu_workers=2)

@@ -113,11 +113,16 @@ def test_plan_gives_free_cpus_to_readers_beside_gpus():
     topo = NodeTopology.simple([16], n_gpus=1)
     specs = plan_workers(topo)
     kinds = [s.kind for s in specs]
-    assert kinds == ["gpu"] + ["reader"] * 15
+    assert kinds == ["gpu"] + ["reader"] * 12
+    # the GPU worker: 4 cores and threads for its host work (a quarter of the node)
+    assert len(specs[0].cpus) == 4 and specs[0].n_threads == 4
     readers = [s for s in specs if s.kind == "reader"]
     gpu_cpus = set(specs[0].cpus)
     assert all(len(s.cpus) == 1 and not gpu_cpus & set(s.cpus) for s in readers)
-    assert len({s.cpus for s in readers}) == 15  # each its own cpu
+    assert len({s.cpus for s in readers}) == 12  # each its own cpu
+    one = plan_workers(topo, gpu_threads=1)
+    assert len(one[0].cpus) == 1 and [s.kind for s in one].count("reader") == 15
+    assert len(plan_workers(topo, readers=0)[0].cpus) == 1  # unfed: one core, as before
     # CPU workers on request instead, and no readers for an analysis that cannot be fed
     assert "reader" not in [s.kind for s in plan_workers(topo, hybrid=True)]
     assert [s.kind for s in plan_workers(topo, feedable=False)][:1] == ["gpu"]
@@ -125,7 +130,9 @@ def test_plan_gives_free_cpus_to_readers_beside_gpus():
     assert "cpu" in [s.kind for s in plan_workers(topo, feedable=False)]
     # two sockets, two GPUs: readers on both sockets
     specs = plan_workers(NodeTopology.simple([8, 8], n_gpus=2))
-    assert [s.kind for s in specs] == ["gpu", "gpu"] + ["reader"] * 14
+    assert [s.kind for s in specs] == ["gpu", "gpu"] + ["reader"] * 12
+    assert [len(s.cpus) for s in specs[:2]] == [2, 2]
+    assert {c < 8 for s in specs[:2] for c in s.cpus} == {True, False}  # one per socket
 
 
 def test_plan_without_gpus_has_no_readers_unless_asked():
@@ -146,12 +153,14 @@ def test_plan_readers_errors():
         plan_workers(topo, readers=-1)
     with pytest.raises(TypeError, match="readers"):
         plan_workers(topo, readers=1.5)
+    with pytest.raises(ValueError, match="gpu_threads"):
+        plan_workers(topo, gpu_threads=0)
 
 
 def test_describe_names_the_readers():
     b = NodeBackend(topology=NodeTopology.simple([8], n_gpus=1), gpus=[0])
     text = b.describe()
-    assert "7 reader(s)" in text and "gpu" in text
+    assert "6 reader(s)" in text and "gpu" in text
     assert "reader" not in NodeBackend(topology=NodeTopology.simple([8], n_gpus=1), gpus=[0],
                                        readers=0).describe()
     assert b.n_workers == 1  # readers are not compute workers

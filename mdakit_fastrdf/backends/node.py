@@ -86,6 +86,11 @@ class NodeBackend(_OwnBackend):
         each; see *Readers* below). ``'auto'`` (default): with GPU workers, every CPU they
         leave free, and no CPU workers unless ``hybrid=True``; on a CPU-only node none (its
         CPU workers read their own frames). ``0``: every worker reads its own frames.
+    gpu_threads : 'auto' or int, optional
+        Cores (and host threads) of each GPU worker. ``'auto'``: one without readers; with
+        readers, a quarter of the node's cores per GPU (1 to 4), for the host's part of a
+        frame (packing it for the GPU, wrapping it into the box), which is then all the
+        worker does.
     gpu_start_method : {'spawn', 'forkserver'}, optional
         How GPU workers start; never ``'fork'`` (CUDA does not survive a fork).
     pin : bool, optional
@@ -147,7 +152,7 @@ class NodeBackend(_OwnBackend):
     def __init__(self, n_workers=None, *, gpus=_AUTO, cpu_workers=_AUTO,
                  threads_per_worker=_AUTO, hybrid=_AUTO, part_frames=_AUTO, start_method=None,
                  gpu_start_method="spawn", pin=True, topology=None, readers=_AUTO,
-                 _gpu_standin=False):
+                 gpu_threads=_AUTO, _gpu_standin=False):
         if topology is not None and not isinstance(topology, NodeTopology):
             raise TypeError(f"topology must be a NodeTopology or None, got {type(topology).__name__}")
         if not isinstance(pin, bool):
@@ -159,7 +164,8 @@ class NodeBackend(_OwnBackend):
                         "threads_per_worker": threads_per_worker, "hybrid": hybrid,
                         "n_workers": n_workers, "start_method": start_method,
                         "gpu_start_method": gpu_start_method,
-                        "gpu_standin": bool(_gpu_standin), "readers": readers}
+                        "gpu_standin": bool(_gpu_standin), "readers": readers,
+                        "gpu_threads": gpu_threads}
         self.pin = pin
         self.specs = [s for s in self.plan("auto") if s.kind != "reader"]
         self.last_run = None

@@ -100,7 +100,7 @@ def _check_gpus(gpus, n_visible, source):
 def plan_workers(topology: NodeTopology, *, device="auto", gpus=_AUTO, cpu_workers=_AUTO,
                  threads_per_worker=_AUTO, hybrid=_AUTO, n_workers=None, start_method=None,
                  gpu_start_method="spawn", gpu_standin=False, readers=_AUTO,
-                 feedable=True) -> list:
+                 feedable=True, gpu_threads=_AUTO) -> list:
     """Decide the workers of a :class:`NodeBackend` run on ``topology``.
 
     GPU workers come first, one per GPU in `gpus`, each pinned to one core of its own,
@@ -116,9 +116,13 @@ def plan_workers(topology: NodeTopology, *, device="auto", gpus=_AUTO, cpu_worke
     are planned and no CPU worker is asked for (`hybrid` True, `cpu_workers` or `n_workers`
     beyond the GPUs): decoding a frame takes far longer than its histogram on a GPU. It
     plans none on a CPU-only node (CPU workers that read their own
-    frames are readers already); an integer asks for that many.
+    frames are readers already); an integer asks for that many. A fed GPU worker gets
+    `gpu_threads` cores for its host work ('auto': a quarter of the node's cores per GPU, 1
+    to 4; 1 without readers).
     """
     readers = _check_auto_int("readers", readers, 0, "it is the number of reader processes")
+    gpu_threads = _check_auto_int("gpu_threads", gpu_threads, 1,
+                                  "it is the number of cores of each GPU worker")
     cpu_workers = _check_auto_int("cpu_workers", cpu_workers, 0,
                                   "it is the number of CPU worker processes")
     threads_per_worker = _check_auto_int("threads_per_worker", threads_per_worker, 1,
@@ -180,24 +184,32 @@ def plan_workers(topology: NodeTopology, *, device="auto", gpus=_AUTO, cpu_worke
             "k-space sums); use readers=0 or 'auto'")
     # free physical cores of each group (each a tuple of logical cpus)
     free = [list(g.cores) if g.cores else [(c,) for c in g.cpus] for g in topology.groups]
+    wants_cpu_workers = (hybrid is True or cpu_workers != _AUTO
+                         or (n_workers is not None and n_workers > len(gpu_ids)))
+    auto_readers = readers == _AUTO and feedable and bool(gpu_ids) and not wants_cpu_workers
+    fed = auto_readers or (readers != _AUTO and readers > 0)
+    if gpu_threads == _AUTO:
+        # A fed GPU worker's host work (packing a frame, wrapping it into the box) is all
+        # it does: a few cores for it, the rest read (1M atoms: ~11 ms a frame on one core)
+        n_cores = sum(len(f) for f in free)
+        gpu_threads = max(1, min(4, n_cores // (4 * max(1, len(gpu_ids))))) if fed else 1
     specs = []
     for k, gid in enumerate(gpu_ids):
         order = sorted(range(len(free)), key=lambda g: (-len(free[g]), (g - k) % len(free)))
         g = order[0]
         if free[g]:
-            core = free[g].pop()
+            cores = [free[g].pop() for _ in range(min(gpu_threads, len(free[g])))]
+            cpus = tuple(sorted(c for core in cores for c in core))
         else:  # more GPUs than cores: share the group
-            core = tuple(c for c in topology.groups[k % len(free)].cpus)
+            cores = [()]
+            cpus = tuple(c for c in topology.groups[k % len(free)].cpus)
         specs.append(WorkerSpec(
-            len(specs), "gpu", f"cuda:{gid}", tuple(core), 1, gpu_start_method,
+            len(specs), "gpu", f"cuda:{gid}", cpus, len(cores), gpu_start_method,
             engine_device="cpu" if gpu_standin else f"cuda:{gid}"))
 
     # readers: logical CPUs of the free cores, taken in turn from the groups
     if readers == _AUTO:
-        wants_cpu_workers = (hybrid is True or cpu_workers != _AUTO
-                             or (n_workers is not None and n_workers > len(gpu_ids)))
-        n_readers = (sum(len(core) for f in free for core in f)
-                     if feedable and gpu_ids and not wants_cpu_workers else 0)
+        n_readers = sum(len(core) for f in free for core in f) if auto_readers else 0
         if n_readers and hybrid == _AUTO:
             use_cpu = False  # the free CPUs read for the GPUs
     else:
