@@ -19,6 +19,7 @@ from mdakit_fastrdf import InterRDF, InterRDF_s, LateralRDF, SpeciesRDF
 from mdakit_fastrdf.backends import NodeBackend, WorkerDiedError, plan_workers
 from mdakit_fastrdf.backends.feed import Ring
 from mdakit_fastrdf.backends.topology import NodeTopology, detect_topology
+from mdakit_fastrdf.engine import NO_BOX, ORTHO, ORTHO_SCALED, TRICLINIC
 
 
 def _interrdf(u):
@@ -285,7 +286,8 @@ def test_ring_round_trip(tmp_path):
     ring = Ring.new(3, 5, str(tmp_path))
     other = Ring(*ring.spec())
     ring.rows(2)[:] = np.arange(15, dtype=np.float32).reshape(5, 3)
-    ring.write_meta(2, 8, TS)
+    ring.write_meta(2, 8, TS, kind=3)
+    assert other.prepared_kind(2) == 3
     pos, ts = other.timestep(2)
     assert pos == 8 and ts.frame == 12 and ts.time == 2.5 and ts.volume == TS.volume
     np.testing.assert_array_equal(ts.dimensions, TS.dimensions)
@@ -293,7 +295,7 @@ def test_ring_round_trip(tmp_path):
     np.testing.assert_array_equal(other.rows(2), ring.rows(2))
     TS.dimensions = None
     ring.write_meta(0, 9, TS)
-    assert other.timestep(0)[1].dimensions is None
+    assert other.timestep(0)[1].dimensions is None and other.prepared_kind(0) is None
     with pytest.raises(RuntimeError, match="no positions"):
         ts.positions  # noqa: B018
     ring.close(unlink=True)
@@ -313,3 +315,36 @@ def test_fed_gpu_worker_equals_cpu(adk):
     run = backend.last_run
     assert [w["kind"] for w in run["workers"]] == ["gpu"] and len(run["readers"]) == 2
     assert run["workers"][0]["devices_used"] == ["cuda:0"]
+
+
+@pytest.mark.parametrize("box", ["ortho-brute", "ortho-grid", "none-grid", "triclinic"])
+def test_rows_prepared_by_readers(box):
+    """InterRDF prepares its rows as MDAnalysis's capped_distance would (brute force with
+    the scaled orthorhombic arithmetic, grid search with wrapped or shifted positions); a
+    reader does it for the fed worker and passes the kernel's box on: the same counts."""
+    rng = np.random.default_rng(11)
+    n = 400 if box == "ortho-brute" else 3000
+    dims = {"triclinic": [30.0, 31.0, 29.0, 70.0, 100.0, 110.0]}.get(box, [30.0, 31.0, 29.0,
+                                                                          90.0, 90.0, 90.0])
+    dims = np.array(dims)
+    coords = np.stack([random_positions_in_box(rng, n, dims)[0] - 7.0 for _ in range(5)])
+    u = make_universe(coords, None if box.startswith("none") else np.tile(dims, (5, 1)))
+    rmax = 10.0 if box == "ortho-brute" else 7.0  # brute force: r_max > 0.3 of the box
+    kw = dict(nbins=40, range=(0.0, rmax), norm="density" if box.startswith("none") else "rdf")
+    # what a reader hands on: the rows prepared, and the box kind the kernel must use
+    reader = InterRDF(u.atoms, u.atoms, **kw)
+    rows = np.empty((reader._prepare_reader(), 3), dtype=np.float32)
+    kind = reader._read_frame(u.trajectory[0], rows)
+    assert kind == {"ortho-brute": ORTHO_SCALED, "ortho-grid": ORTHO, "none-grid": NO_BOX,
+                    "triclinic": TRICLINIC}[box]
+    ser = InterRDF(u.atoms, u.atoms, **kw).run()
+    fed = InterRDF(u.atoms, u.atoms, **kw).run(
+        backend=NodeBackend(gpus=None, readers=2, cpu_workers=1, part_frames=2))
+    np.testing.assert_array_equal(fed.results.count_uint64, ser.results.count_uint64)
+    assert fed.results.count_uint64.sum() > 0
+
+
+def test_reader_prepares_only_for_the_base_accumulate(adk):
+    ow = adk.select_atoms("name OW")[:50]
+    assert InterRDF(ow, ow)._reader_prepares()
+    assert not LateralRDF(ow, ow)._reader_prepares()  # flattens first: its worker prepares

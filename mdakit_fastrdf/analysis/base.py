@@ -347,6 +347,7 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
         state["_engine"] = None
         state.pop("_feed", None)  # a worker's link to its readers
         state.pop("_fed_rows", None)
+        state.pop("_fed_box_kind", None)
         # views into the block counts: pickled, each would be a full copy of its block; a
         # worker makes them again
         state["_block_arrays"] = None
@@ -399,15 +400,21 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
         self._layout_cache = layout = self._layout()
         layout.ix = np.ascontiguousarray(layout.ix, dtype=np.int64)
         self._local_blocks = None
+        self._rmax = self.rdf_settings["range"][1]
         return len(layout.ix)
 
     def _read_frame(self, ts, out):
         """Reader side: the rows of frame `ts` into `out` (float32, checked as in a serial
-        run; the errors name the frame)."""
+        run; the errors name the frame), prepared for the kernels when
+        :meth:`_reader_prepares`. Returns the kind of the box the kernels use, or None
+        when the rows are not prepared."""
         self._ts = ts
         coords = self._take_positions(self._layout_cache.ix, out)
         if coords is not out:
             out[...] = coords
+        if not self._reader_prepares():
+            return None
+        return self._prepare_rows(out, prepare_box(ts.dimensions)).kind
 
     def _frame_positions(self):
         """The rows of the current frame: a reader's (fed workers), or this process's."""
@@ -424,11 +431,26 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
         if self.norm == "rdf":
             self.results.volume_cum += self._ts.volume
 
+    def _prepare_rows(self, coords, box):
+        """Prepare the frame's rows for the kernels as :attr:`coordinates` says (in place)
+        and return the box the kernels use (a reader does this for a fed worker when
+        :meth:`_reader_prepares`)."""
+        (_, _, n1, n2), = self._layout_cache.segments
+        return prepare_coordinates(self.coordinates, box, coords, (n1, n2), self._rmax)
+
+    def _reader_prepares(self) -> bool:
+        """Whether readers may also prepare the rows (wrap them into the box): when
+        :meth:`_accumulate` is the base's, whose first step that is."""
+        return type(self)._accumulate is PairHistogramBase._accumulate
+
     def _accumulate(self, coords, box):
         """One engine call for every species pair of the frame."""
         layout = self._layout_cache
-        (_, _, n1, n2), = layout.segments
-        box = prepare_coordinates(self.coordinates, box, coords, (n1, n2), self._rmax)
+        kind = getattr(self, "_fed_box_kind", None)
+        if kind is None:
+            box = self._prepare_rows(coords, box)
+        elif kind != box.kind:  # prepared by the reader, which chose this arithmetic
+            box = Box(kind, box.vectors32)
         self._engine.accumulate(coords, layout.offsets, layout.pairs, self._edges, box,
                                 layout.labels, self._frame_out(self.results.count_uint64))
 

@@ -23,7 +23,9 @@ Protocol (no coordinates are pickled; all messages are a few integers):
   it computes; the slot of position ``p`` is ``p % n_slots``, free because the worker has
   finished position ``p - n_slots`` before it issues ``p``. So readers never wait for a
   slot, and a worker never waits on anything but the frame it needs next.
-* A reader takes a task, reads the frame (``trajectory[frame]``), writes the slot and puts
+* A reader takes a task, reads the frame (``trajectory[frame]``), writes the slot (the rows
+  gathered and, for analyses whose kernels take them wrapped into the box, wrapped: the
+  same operations on the same values as in the worker, so the same bits) and puts
   ``position`` on the worker's queue. The queue's message (a pipe write) orders the slot's
   contents before the notice on every architecture.
 * The worker consumes positions in order and checks each slot's frame index.
@@ -46,8 +48,9 @@ import numpy as np
 
 __all__ = ["FeedClient", "Ring", "ring_directory"]
 
-#: float64 header of a slot: position, frame, time, has_box, dimensions (6), volume
-_META = 11
+#: float64 header of a slot: position, frame, time, has_box, dimensions (6), volume, the
+#: kind of the box the kernels use when the reader prepared the rows (-1: not prepared)
+_META = 12
 _ALIGN = 64
 
 
@@ -101,8 +104,9 @@ class Ring:
     def rows(self, slot):
         return self._rows[slot]
 
-    def write_meta(self, slot, position, ts):
+    def write_meta(self, slot, position, ts, kind=None):
         m = self._meta[slot]
+        m[11] = -1 if kind is None else kind
         dims = ts.dimensions
         m[0], m[1], m[2] = position, ts.frame, ts.time
         if dims is None:
@@ -112,6 +116,11 @@ class Ring:
             m[3] = 1.0
             m[4:10] = dims
         m[10] = ts.volume
+
+    def prepared_kind(self, slot):
+        """The kind of box the kernels use if the reader prepared the rows, else None."""
+        k = self._meta[slot][11]
+        return None if k < 0 else int(k)
 
     def timestep(self, slot):
         """(position, the frame's :class:`_FedTimestep`) of a written slot."""
@@ -144,12 +153,12 @@ class _FedFrames:
     def __iter__(self):
         client, analysis = self._client, self._analysis
         for frame in self.frames:
-            ts, rows = client.next_frame(frame)
-            analysis._fed_rows = rows
+            ts, rows, kind = client.next_frame(frame)
+            analysis._fed_rows, analysis._fed_box_kind = rows, kind
             try:
                 yield ts
             finally:
-                analysis._fed_rows = None
+                analysis._fed_rows = analysis._fed_box_kind = None
                 client.release()
 
 
@@ -250,7 +259,7 @@ class FeedClient:
             raise RuntimeError(f"feed: slot {slot} holds position {got} frame {ts.frame}, "
                                f"expected position {pos} frame {frame}")
         self._current = slot
-        return ts, self.ring.rows(slot)
+        return ts, self.ring.rows(slot), self.ring.prepared_kind(slot)
 
     def release(self):
         """The analysis is done with the current slot: issue the next reading into it."""
@@ -282,11 +291,11 @@ def read_frames(analysis, tasks, rings, filled):
                                    f"this reader's analysis {n_rows}")
         try:
             ts = trajectory[frame]
-            analysis._read_frame(ts, ring.rows(slot))
+            kind = analysis._read_frame(ts, ring.rows(slot))
         except Exception as exc:
             if hasattr(exc, "add_note"):
                 exc.add_note(f"(a reader of the node backend, reading frame {frame} for "
                              f"worker {rank})")
             raise
-        ring.write_meta(slot, pos, ts)
+        ring.write_meta(slot, pos, ts, kind)
         filled[rank].put(pos)

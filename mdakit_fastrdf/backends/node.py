@@ -21,6 +21,9 @@ from .worker import _worker_main
 
 __all__ = ["NodeBackend"]
 
+#: Bytes of frame slots per fed worker (at most; see NodeBackend, Readers)
+FEED_RING_BYTES = 1 << 30
+
 
 @dataclass
 class _Worker:
@@ -228,7 +231,7 @@ class NodeBackend(_OwnBackend):
         if where is not None:
             raise main_guard_error(where, methods, any(s.kind == "gpu" for s in specs))
         payload = pickle.dumps(_quiet(func), protocol=pickle.HIGHEST_PROTOCOL)
-        rings, filled, tasks = {}, {}, None
+        rings, filled, tasks, depth = {}, {}, None, 1
         # A forked worker inherits the payload; the others get it through their pipe once
         # they say "hello": Python writes a spawned process's arguments to it before the
         # child reads them, and would wait for ever on one that died while starting.
@@ -258,9 +261,9 @@ class NodeBackend(_OwnBackend):
                 w.unsent = []
 
             def top_up(w):
-                """A fed worker holds its next part while it computes one: the readers
-                read across the end of its part."""
-                if w.fed and pending and not w.queued:
+                """A fed worker holds its next parts (as many as its slots hold) while it
+                computes one: the readers read ahead across the ends of its parts."""
+                while w.fed and pending and len(w.queued) < depth:
                     idx = pending.popleft()
                     owners[idx].add(w.spec.rank)
                     w.queued.append(idx)
@@ -294,8 +297,14 @@ class NodeBackend(_OwnBackend):
                 # one ring of frame slots per compute worker (feed.py); queues of the spawn
                 # context serve forked and spawned processes alike
                 n_rows = len(analysis._layout().ix)
-                n_slots = max(3, math.ceil(len(reader_specs) / len(specs)) + 2)
                 slot_bytes = 12 * n_rows + 256
+                # Slots: at least one per reader and two more; up to FEED_RING_BYTES per
+                # worker, so that the readers read ahead while a GPU worker starts (imports,
+                # CUDA: ~1 s), and no more than a worker's share of the frames
+                share = math.ceil(sum(sizes) / len(specs)) + 1
+                n_slots = max(3, math.ceil(len(reader_specs) / len(specs)) + 2,
+                              min(FEED_RING_BYTES // slot_bytes, share, 1024))
+                depth = max(1, math.ceil(n_slots / max(1, min(sizes))))
                 where = ring_directory(len(specs) * n_slots * slot_bytes)
                 qctx = mp.get_context("spawn")
                 tasks = qctx.Queue()
@@ -314,7 +323,7 @@ class NodeBackend(_OwnBackend):
                 elif rings:
                     # A fed worker gets its first two parts now, and the readers start on
                     # their frames while the worker starts (a GPU worker: imports, CUDA)
-                    first = [pending.popleft() for _ in range(2) if pending]
+                    first = [pending.popleft() for _ in range(1 + depth) if pending]
                     frames = [int(f) for i in first for f in computations[i][:, 1]]
                     pre = frames[: rings[spec.rank].n_slots]
                     for pos, frame in enumerate(pre):
