@@ -398,7 +398,7 @@ def test_centres_plan_not_pickled():
 
     from mdakit_fastrdf.analysis.centres import CompoundCentres
 
-    u, g, _ = split_universe("adk water, triclinic")
+    _, g, _ = split_universe("adk water, triclinic")
     centres = CompoundCentres(g, "residues", "mass", True)
     assert centres.prepare() == g.n_residues
     assert centres._plan["levels"]  # O -> H1, H2: one level
@@ -441,7 +441,7 @@ def test_triclinic_beyond_one_image():
 
     from mdakit_fastrdf.analysis.centres import CompoundCentres
 
-    u, g, _ = split_universe("adk protein, triclinic, far")
+    _, g, _ = split_universe("adk protein, triclinic, far")
     centres = CompoundCentres(g, "residues", "mass", True)
     centres()
     whole = centres.whole_positions()
