@@ -101,6 +101,7 @@ def _standin_backend(**kw):
     """Two GPU workers (spawned, bound to cuda:0 and cuda:1) whose engines run on the CPU."""
     topo = NodeTopology(_machine_groups(), n_gpus=2, source="test", gpu_source="stand-ins")
     kw.setdefault("cpu_workers", 0)  # GPU workers only, whatever the cores of this machine
+    kw.setdefault("gpu_start_method", "spawn")  # as after the caller has used CUDA
     return NodeBackend(gpus=[0, 1], topology=topo, _gpu_standin=True, **kw)
 
 
@@ -164,7 +165,7 @@ def test_node_backend_on_real_gpus(adk, make):
     if make(adk).device == "cpu":
         pytest.skip("this class runs on the CPU only: the backend plans no GPU workers for it")
     ser = make(adk, device="cpu").run()
-    backend = NodeBackend()
+    backend = NodeBackend(gpu_start_method="spawn")
     par = make(adk, device="cuda").run(backend=backend)
     _assert_identical(par, ser)
     workers = [w for w in backend.last_run["workers"] if w["kind"] == "gpu"]
@@ -204,7 +205,8 @@ def test_hybrid_standin_gpu_and_cpu_worker(adk):
     if sum(len(g.cpus) for g in groups) < 2:
         pytest.skip("needs two cores")
     topo = NodeTopology(groups, n_gpus=1, source="test", gpu_source="stand-in")
-    backend = NodeBackend(topology=topo, _gpu_standin=True, readers=0)
+    backend = NodeBackend(topology=topo, _gpu_standin=True, readers=0,
+                          gpu_start_method="spawn")
     assert [s.kind for s in backend.specs][:2] == ["gpu", "cpu"]
     assert backend.parts_for(100) == 8 * backend.n_workers
     ser = _interrdf(adk).run()
@@ -422,7 +424,7 @@ _SCRIPT_HEAD = """
         "spawn": lambda: NodeBackend(gpus=None, cpu_workers=2, start_method="spawn"),
         "forkserver": lambda: NodeBackend(gpus=None, cpu_workers=2, start_method="forkserver"),
         "spawn-gpu-standin": lambda: NodeBackend(
-            gpus=[0], cpu_workers=0, _gpu_standin=True,
+            gpus=[0], cpu_workers=0, _gpu_standin=True, gpu_start_method="spawn",
             topology=NodeTopology(detect_topology().groups, n_gpus=1, source="test",
                                   gpu_source="stand-ins")),
     }
@@ -697,7 +699,8 @@ def test_plan_four_gpu_node():
     readers = plan_workers(NodeTopology.simple([32, 32], n_gpus=4))
     assert [s.kind for s in readers] == ["gpu"] * 4 + ["reader"] * 48
     assert [len(s.cpus) for s in readers[:4]] == [4] * 4
-    specs = plan_workers(NodeTopology.simple([32, 32], n_gpus=4), readers=0)
+    specs = plan_workers(NodeTopology.simple([32, 32], n_gpus=4), readers=0,
+                         gpu_start_method="spawn")
     gpu = [s for s in specs if s.kind == "gpu"]
     cpu = [s for s in specs if s.kind == "cpu"]
     assert [s.device for s in gpu] == ["cuda:0", "cuda:1", "cuda:2", "cuda:3"]
@@ -743,6 +746,7 @@ def test_plan_n_workers_caps():
     (dict(hybrid="yes"), TypeError, "hybrid must be"),
     (dict(start_method="thread"), ValueError, "start_method must be"),
     (dict(gpu_start_method="fork"), ValueError, "gpu_start_method.*fork"),
+    (dict(gpu_start_method="thread"), ValueError, "gpu_start_method must be 'auto'"),
     (dict(device="cuda:0", hybrid=True), ValueError, "hybrid=True"),
     (dict(device="cpu", gpus=[0]), ValueError, "device='cpu'"),
     (dict(n_workers=3, cpu_workers=4), ValueError, "n_workers=3"),
@@ -847,3 +851,31 @@ def mem_universe():
     dims = np.array([[22.0 + 0.2 * f, 23.0, 24.0, 90.0, 90.0, 90.0] for f in range(n_frames)])
     coords = np.stack([random_positions_in_box(rng, n, dims[f])[0] for f in range(n_frames)])
     return make_universe(coords, dims, atoms_per_residue=3)
+
+
+def test_gpu_workers_fork_until_cuda_is_used(monkeypatch):
+    """gpu_start_method='auto': GPU workers fork (no new interpreter, no main guard) while
+    this process has not used CUDA, and are spawned once it has (or once anything loaded
+    the driver's libcuda)."""
+    import mdakit_fastrdf.engine as engine
+
+    topo = NodeTopology.simple([8], n_gpus=2)
+    monkeypatch.setattr(engine, "cuda_used_in_this_process", lambda: False)
+    assert {s.start_method for s in plan_workers(topo) if s.kind == "gpu"} == {"fork"}
+    monkeypatch.setattr(engine, "cuda_used_in_this_process", lambda: True)
+    assert {s.start_method for s in plan_workers(topo) if s.kind == "gpu"} == {"spawn"}
+    assert {s.start_method for s in plan_workers(topo, gpu_start_method="forkserver")
+            if s.kind == "gpu"} == {"forkserver"}
+
+
+def test_cuda_used_in_this_process(monkeypatch):
+    import mdakit_fastrdf.engine as engine
+
+    monkeypatch.setattr(engine, "_cuda_pid", os.getpid())
+    assert engine.cuda_used_in_this_process()
+    monkeypatch.setattr(engine, "_cuda_pid", None)
+    loaded = any("libcuda.so" in line for line in open("/proc/self/maps"))
+    assert engine.cuda_used_in_this_process() is loaded
+    # a child forked after the parent initialised CUDA counts as having used it
+    monkeypatch.setattr(engine, "_cuda_pid", os.getpid() + 1)
+    assert engine.cuda_used_in_this_process()

@@ -94,8 +94,13 @@ class NodeBackend(_OwnBackend):
         readers, a quarter of the node's cores per GPU (1 to 4), for the host's part of a
         frame (packing it for the GPU, wrapping it into the box), which is then all the
         worker does.
-    gpu_start_method : {'spawn', 'forkserver'}, optional
-        How GPU workers start; never ``'fork'`` (CUDA does not survive a fork).
+    gpu_start_method : {'auto', 'spawn', 'forkserver'}, optional
+        How GPU workers start. ``'auto'`` (default): ``fork`` while this process has not used
+        CUDA (this package has not, and no other library has loaded the NVIDIA driver's
+        ``libcuda``: :func:`~mdakit_fastrdf.engine.cuda_used_in_this_process`), which starts
+        a worker in milliseconds and needs no main guard; else ``spawn`` (a new interpreter,
+        about a second with its imports). ``'fork'`` cannot be asked for: CUDA does not
+        survive a fork from a process that has used it.
     pin : bool, optional
         Pin each worker to its cores with :func:`os.sched_setaffinity` (default True).
     topology : NodeTopology, optional
@@ -134,8 +139,9 @@ class NodeBackend(_OwnBackend):
     ends (also while it starts), Ctrl-C terminates all workers. Workers also die with the
     calling process.
 
-    **Scripts.** A worker that does not fork (every GPU worker; CPU workers with
-    ``start_method='spawn'`` or ``'forkserver'``) imports the main script again, so a script
+    **Scripts.** A worker that does not fork (GPU workers once the calling process has used
+    CUDA; CPU workers with ``start_method='spawn'`` or ``'forkserver'``) imports the main
+    script again, so a script
     must call :meth:`run` under ``if __name__ == "__main__":``. When it does not, the run
     stops before any worker starts, with a RuntimeError that names the script's line.
 
@@ -154,7 +160,7 @@ class NodeBackend(_OwnBackend):
 
     def __init__(self, n_workers=None, *, gpus=_AUTO, cpu_workers=_AUTO,
                  threads_per_worker=_AUTO, hybrid=_AUTO, part_frames=_AUTO, start_method=None,
-                 gpu_start_method="spawn", pin=True, topology=None, readers=_AUTO,
+                 gpu_start_method="auto", pin=True, topology=None, readers=_AUTO,
                  gpu_threads=_AUTO, _gpu_standin=False):
         if topology is not None and not isinstance(topology, NodeTopology):
             raise TypeError(f"topology must be a NodeTopology or None, got {type(topology).__name__}")
@@ -231,7 +237,7 @@ class NodeBackend(_OwnBackend):
         if where is not None:
             raise main_guard_error(where, methods, any(s.kind == "gpu" for s in specs))
         payload = pickle.dumps(_quiet(func), protocol=pickle.HIGHEST_PROTOCOL)
-        rings, filled, tasks, depth = {}, {}, None, 1
+        rings, filled, tasks, depth, preissue = {}, {}, None, 1, []
         # A forked worker inherits the payload; the others get it through their pipe once
         # they say "hello": Python writes a spawned process's arguments to it before the
         # child reads them, and would wait for ever on one that died while starting.
@@ -326,8 +332,8 @@ class NodeBackend(_OwnBackend):
                     first = [pending.popleft() for _ in range(1 + depth) if pending]
                     frames = [int(f) for i in first for f in computations[i][:, 1]]
                     pre = frames[: rings[spec.rank].n_slots]
-                    for pos, frame in enumerate(pre):
-                        tasks.put((spec.rank, pos % rings[spec.rank].n_slots, pos, frame))
+                    preissue.extend((spec.rank, pos % rings[spec.rank].n_slots, pos, frame)
+                                    for pos, frame in enumerate(pre))
                     feed = (rings[spec.rank].spec(), tasks, filled[spec.rank], len(pre))
                 else:
                     feed = None
@@ -346,6 +352,10 @@ class NodeBackend(_OwnBackend):
                     w.unsent = [("part", idx, computations[idx]) for idx in first]
                     if inherit:
                         send_unsent(w)
+            # the readers' first frames, once every process is started (a put starts the
+            # queue's feeder thread here: no fork after it)
+            for task in preissue:
+                tasks.put(task)
             if not to_send:
                 payload = None
 

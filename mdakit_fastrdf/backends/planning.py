@@ -99,7 +99,7 @@ def _check_gpus(gpus, n_visible, source):
 
 def plan_workers(topology: NodeTopology, *, device="auto", gpus=_AUTO, cpu_workers=_AUTO,
                  threads_per_worker=_AUTO, hybrid=_AUTO, n_workers=None, start_method=None,
-                 gpu_start_method="spawn", gpu_standin=False, readers=_AUTO,
+                 gpu_start_method="auto", gpu_standin=False, readers=_AUTO,
                  feedable=True, gpu_threads=_AUTO) -> list:
     """Decide the workers of a :class:`NodeBackend` run on ``topology``.
 
@@ -133,13 +133,21 @@ def plan_workers(topology: NodeTopology, *, device="auto", gpus=_AUTO, cpu_worke
         raise TypeError(f"hybrid must be 'auto', True or False, got {hybrid!r}")
     if start_method is not None and start_method not in _START_METHODS:
         raise ValueError(f"start_method must be None, 'fork', 'spawn' or 'forkserver', got {start_method!r}")
-    if gpu_start_method not in ("spawn", "forkserver"):
+    if gpu_start_method not in ("auto", "spawn", "forkserver"):
         raise ValueError(
-            f"gpu_start_method must be 'spawn' or 'forkserver', got {gpu_start_method!r}: "
+            f"gpu_start_method must be 'auto', 'spawn' or 'forkserver', got "
+            f"{gpu_start_method!r}: "
             "CUDA cannot be used in a process forked from one that may have used it")
     import multiprocessing as mp
 
     cpu_method = start_method or ("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+    if gpu_start_method == "auto":
+        # fork (milliseconds, no imports, no main guard) while nothing in this process has
+        # used CUDA, which a forked child could not use; else spawn (~1 s: a new interpreter)
+        from ..engine import cuda_used_in_this_process
+
+        gpu_start_method = ("fork" if "fork" in mp.get_all_start_methods()
+                            and not cuda_used_in_this_process() else "spawn")
 
     device = str(device)
     if device == "cpu":

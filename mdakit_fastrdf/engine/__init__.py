@@ -129,6 +129,20 @@ def _cuda_init():
     return _cuda_module()
 
 
+def cuda_used_in_this_process() -> bool:
+    """Whether CUDA may have been initialised in this process: by this package (or in a
+    parent that forked it), or by anything else that loaded the NVIDIA driver's library
+    (``libcuda``, e.g. another GPU package). A process for which this is False can fork GPU
+    workers; without ``/proc/self/maps`` (not Linux) the answer is True."""
+    if _cuda_pid is not None:
+        return True
+    try:
+        with open("/proc/self/maps") as f:
+            return any("libcuda.so" in line for line in f)
+    except OSError:
+        return True
+
+
 def cuda_devices() -> list:
     """The CUDA devices this process can use (empty without a CUDA build, driver or GPU).
 
