@@ -24,11 +24,12 @@ Two modes:
     of reading alone (one process gathering the positions of every frame), of the kernel on
     frames already in memory, of a serial run, of the node backend whose workers read their
     own frames (``readers=0``) and of the node backend with readers (the default plan), and
-    the GPU's busy share (the in-memory time per frame times the frames, over the wall
-    time: an upper bound, as the in-memory time includes the host's part of a frame). The
-    time of a 2-frame node run (starting workers, CUDA, readers opening the trajectory) is
-    the run's fixed cost; "steady" is the rate of the frames after the first part (from the
-    times the parts finished).
+    the GPU's busy share. The node run with readers is timed twice: as the first GPU work of
+    a new interpreter (its GPU workers are forked: what a script sees) and in this process
+    after it has used CUDA (spawned GPU workers). "Device alone": the engine histogramming one
+    prepared frame again and again (every core packing it), the GPU worker's ceiling;
+    "steady": frames after the first part over their time; GPU busy: steady x device-alone
+    time per frame.
 
 Examples
 --------
@@ -224,13 +225,65 @@ def mode_scaling(args):
     print_table(head, rows, args)
 
 
+_FRESH_RUN = r"""
+import json, sys, time
+import numpy as np
+import MDAnalysis as mda
+from mdakit_fastrdf import InterRDF
+from mdakit_fastrdf.backends import NodeBackend
+
+path, fmt, n_atoms, kw, readers, gpu_threads, out = json.loads(sys.argv[1])
+u = mda.Universe.empty(n_atoms, trajectory=True)
+u.load_new(path, format=fmt)
+backend = NodeBackend(readers=readers, gpu_threads=gpu_threads)
+t0 = time.perf_counter()
+r = InterRDF(u.atoms, u.atoms, **kw).run(backend=backend)
+wall = time.perf_counter() - t0
+np.save(out, r.results.count_uint64)
+lr = backend.last_run
+print(json.dumps({"wall": wall, "first_ready_s": lr["first_ready_s"],
+                  "parts_done_s": lr["parts_done_s"], "n_parts": lr["n_parts"],
+                  "workers": [[w["kind"], w["start_method"], w["busy_s"], w["feed_wait_s"],
+                               w["frames"]] for w in lr["workers"]],
+                  "readers": len(lr["readers"])}))
+"""
+
+
+def _fresh_node_run(path, fmt, n_atoms, kw, args):
+    """The node run as a script's first GPU work: a new interpreter that has not used CUDA
+    (so its GPU workers are forked). Returns (wall of run(), timeline, counts)."""
+    import json
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "counts.npy")
+        spec = json.dumps([path, fmt, n_atoms, kw, args.readers, args.gpu_threads, out])
+        proc = subprocess.run([sys.executable, "-c", _FRESH_RUN, spec], capture_output=True,
+                              text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"fresh node run failed:\n{proc.stderr[-3000:]}")
+        info = json.loads(proc.stdout.strip().splitlines()[-1])
+        return info["wall"], info, np.load(out)
+
+
+def _steady(timeline, n_frames):
+    """Frames/s after the first part, from the times the parts finished."""
+    done = timeline["parts_done_s"]
+    first = (n_frames + timeline["n_parts"] - 1) // timeline["n_parts"]
+    return (n_frames - first) / max(done[-1] - done[0], 1e-9)
+
+
 def mode_e2e(args):
     from mdakit_fastrdf import InterRDF
+    from mdakit_fastrdf.analysis.coords import prepare_coordinates
     from mdakit_fastrdf.backends import NodeBackend
+    from mdakit_fastrdf.engine import Engine, prepare_box
 
     os.makedirs(args.cache, exist_ok=True)
     rows = []
-    kw = dict(nbins=args.bins, range=(0.0, args.rmax), method=args.method, device=args.device)
+    kw = dict(nbins=args.bins, range=(0.0, args.rmax), method=args.method, device=args.device,
+              precision=args.precision)
     for n_atoms in args.sizes:
         for fmt in args.formats:
             path = os.path.join(args.cache, f"bench_{n_atoms}_{args.frames}.{fmt.lower()}")
@@ -245,63 +298,84 @@ def mode_e2e(args):
                 return None
 
             t_read, _ = best_of(1, reading)
-            # the kernel on frames already in memory (a few frames, after one warm-up run)
+            # The node run first, in a new interpreter (a script whose first GPU work it is)
+            t_fresh, info, counts_fresh = _fresh_node_run(path, fmt, n_atoms, kw, args)
+            # The device alone: one frame in memory, prepared once, histogrammed repeatedly
+            # by the engine with every core packing it (the GPU worker's ceiling)
+            u.trajectory[0]
+            x = np.ascontiguousarray(ag.positions, dtype=np.float32)
+            box = prepare_coordinates("mdanalysis", prepare_box(u.dimensions), x,
+                                      (len(ag), len(ag)), args.rmax)
+            edges = np.linspace(0.0, args.rmax, args.bins + 1)
+            eng = Engine(args.device, args.precision, None, method=args.method)
+            cnt = np.zeros((1, args.bins), dtype=np.uint64)
+            off, pairs = np.array([0, len(ag)]), np.array([[0, 0]], dtype=np.int32)
+
+            def device_alone(k=10):
+                for _ in range(k):
+                    eng.accumulate(x, off, pairs, edges, box, None, cnt)
+                eng.synchronize()
+
+            device_alone(2)
+            t_dev, _ = best_of(args.repeat, device_alone)
+            per_frame_dev = t_dev / 10
+            # The kernel on frames in memory through the analysis (gather and wrap included)
             n_mem = min(args.frames, 8)
             um = generate(path, n_atoms, args.frames, fmt)
             um.transfer_to_memory(stop=n_mem)
             InterRDF(um.atoms, um.atoms, **kw).run(stop=1)
             t_mem, _ = best_of(args.repeat, lambda: InterRDF(um.atoms, um.atoms, **kw).run())
-            per_frame = t_mem / n_mem
             del um
+            out, times = {}, {}
+            fed_backend = NodeBackend(readers=args.readers, gpu_threads=args.gpu_threads)
             runs = {
                 "serial": lambda: InterRDF(ag, ag, **kw).run(),
                 "node, readers=0": lambda: InterRDF(ag, ag, **kw).run(
                     backend=NodeBackend(readers=0)),
-                "node (readers)": lambda: InterRDF(ag, ag, **kw).run(
-                    backend=NodeBackend(readers=args.readers)),
+                "node (readers), spawned": lambda: InterRDF(ag, ag, **kw).run(
+                    backend=fed_backend),
             }
-            out, times = {}, {}
-            fed_backend = NodeBackend(readers=args.readers, gpu_threads=args.gpu_threads)
-            runs["node (readers)"] = lambda: InterRDF(ag, ag, **kw).run(backend=fed_backend)
             for k, fn in runs.items():
                 times[k], out[k] = best_of(args.repeat, fn)
-            lr = fed_backend.last_run  # (the last repeat's)
-            done = lr["parts_done_s"]
-            first_part = (args.frames + lr["n_parts"] - 1) // lr["n_parts"]
-            steady_parts = (args.frames - first_part) / max(done[-1] - done[0], 1e-9)
-            print(f"# {label}: readers run: wall {lr['wall_s']:.2f} s, first worker ready at "
-                  f"{lr['first_ready_s']:.2f} s, parts done at {done[0]:.2f} .. {done[-1]:.2f} s, "
-                  + "; ".join(f"{w['kind']} worker busy {w['busy_s']:.2f} s, waited for readers "
-                              f"{w['feed_wait_s']:.2f} s, {w['frames']} frames"
-                              for w in lr["workers"]), flush=True)
-            # the fixed cost of a node run (workers, CUDA, readers opening the trajectory):
-            # a run of 2 frames; the rest of the frames go at the steady rate
-            t_two, _ = best_of(args.repeat, lambda: InterRDF(ag, ag, **kw).run(
-                stop=2, backend=NodeBackend(readers=args.readers, gpu_threads=args.gpu_threads)))
-            steady = steady_parts  # frames after the first part / their time
             ref = out["serial"].results.count_uint64
-            same = all(np.array_equal(o.results.count_uint64, ref) for o in out.values())
-            plan = NodeBackend(readers=args.readers,
-                               gpu_threads=args.gpu_threads).describe(args.device)
+            same = (all(np.array_equal(o.results.count_uint64, ref) for o in out.values())
+                    and np.array_equal(counts_fresh, ref))
+            plan = fed_backend.describe(args.device)
             print(f"# {label}: node plan\n" + "\n".join("#   " + x for x in plan.splitlines()),
                   flush=True)
+            for name, tl in (("fresh process", info), ("this process", fed_backend.last_run)):
+                done = tl["parts_done_s"]
+                ws = tl["workers"]
+                ws = [w if isinstance(w, list) else [w["kind"], w["start_method"], w["busy_s"],
+                                                     w["feed_wait_s"], w["frames"]] for w in ws]
+                print(f"# {label}, {name}: first worker ready {tl['first_ready_s']:.2f} s, "
+                      f"parts done {done[0]:.2f} .. {done[-1]:.2f} s; "
+                      + "; ".join(f"{k} worker ({m}) busy {b:.2f} s, waited for frames "
+                                  f"{wt:.2f} s, {f} frames" for k, m, b, wt, f in ws),
+                      flush=True)
             fps = {k: args.frames / t for k, t in times.items()}
-            rows.append((label, f"{args.frames / t_read:.1f}", f"{1 / per_frame:.1f}",
-                         f"{fps['serial']:.1f}", f"{fps['node, readers=0']:.1f}",
-                         f"{fps['node (readers)']:.1f}", f"{t_two:.2f}", f"{steady:.1f}",
-                         f"{fps['node (readers)'] / fps['serial']:.2f}",
-                         f"{fps['node (readers)'] * per_frame:.0%}",
-                         f"{steady * per_frame:.0%}",
-                         "yes" if same else "NO"))
+            fps["fresh"] = args.frames / t_fresh
+            steady = _steady(info, args.frames)
+            rows.append((label, f"{args.frames / t_read:.1f}", f"{1 / per_frame_dev:.1f}",
+                         f"{n_mem / t_mem:.1f}", f"{fps['serial']:.1f}",
+                         f"{fps['node, readers=0']:.1f}", f"{fps['node (readers), spawned']:.1f}",
+                         f"{fps['fresh']:.1f}", f"{info['first_ready_s']:.2f}",
+                         f"{steady:.1f}", f"{steady * per_frame_dev:.0%}",
+                         f"{fps['fresh'] / fps['serial']:.2f}", "yes" if same else "NO"))
             print(f"# {label}: " + ", ".join(f"{k} {v:.1f} frames/s" for k, v in fps.items()),
                   flush=True)
     print(f"\n{args.frames} frames, RDF of all atoms with all atoms, {args.bins} bins, "
-          f"0-{args.rmax} A, method={args.method!r}, device={args.device!r}; best of "
-          f"{args.repeat} (reading alone: one pass)")
-    head = ("system", "reading alone, 1 process (frames/s)", "kernel, frames in memory",
-            "serial", "node, readers=0", "node with readers", "2-frame run s",
-            "node with readers, steady", "readers / serial", "GPU busy share (readers)",
-            "GPU busy share, steady", "counts equal")
+          f"0-{args.rmax} A, method={args.method!r}, device={args.device!r}, "
+          f"precision={args.precision!r}; best of {args.repeat} (reading alone, the fresh "
+          "process: one run). Fresh process: the node run as the first GPU work of a new "
+          "interpreter, whose GPU workers are forked; 'spawned': the same run in this process "
+          "after it used CUDA. Steady: frames after the first part over their time. GPU busy: "
+          "steady rate times the device-alone time per frame.")
+    head = ("system", "reading alone, 1 process", "device alone (frame in memory)",
+            "serial, frames in memory", "serial", "node, readers=0",
+            "node with readers (spawned GPU worker)", "node with readers, fresh process",
+            "first worker ready s", "steady (fresh)", "GPU busy (steady)",
+            "fresh / serial", "counts equal")
     print_table(head, rows, args)
 
 
@@ -325,6 +399,8 @@ def main(argv=None):
     p.add_argument("--formats", nargs="*", default=["XTC", "DCD"], choices=("XTC", "DCD"),
                    help="e2e: trajectory formats")
     p.add_argument("--device", default="auto", help="e2e: the analysis's device")
+    p.add_argument("--precision", default="double", choices=("single", "double"),
+                   help="e2e: the analysis's precision")
     p.add_argument("--gpu-threads", default="auto",
                    type=lambda v: v if v == "auto" else int(v),
                    help="e2e: cores of the GPU worker of the reader row ('auto' or a number)")
