@@ -232,10 +232,10 @@ import MDAnalysis as mda
 from mdakit_fastrdf import InterRDF
 from mdakit_fastrdf.backends import NodeBackend
 
-path, fmt, n_atoms, kw, readers, gpu_threads, out = json.loads(sys.argv[1])
+path, fmt, n_atoms, kw, readers, gpu_threads, per_gpu, out = json.loads(sys.argv[1])
 u = mda.Universe.empty(n_atoms, trajectory=True)
 u.load_new(path, format=fmt)
-backend = NodeBackend(readers=readers, gpu_threads=gpu_threads)
+backend = NodeBackend(readers=readers, gpu_threads=gpu_threads, workers_per_gpu=per_gpu)
 t0 = time.perf_counter()
 r = InterRDF(u.atoms, u.atoms, **kw).run(backend=backend)
 wall = time.perf_counter() - t0
@@ -258,7 +258,8 @@ def _fresh_node_run(path, fmt, n_atoms, kw, args):
 
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "counts.npy")
-        spec = json.dumps([path, fmt, n_atoms, kw, args.readers, args.gpu_threads, out])
+        spec = json.dumps([path, fmt, n_atoms, kw, args.readers, args.gpu_threads,
+                           args.workers_per_gpu, out])
         proc = subprocess.run([sys.executable, "-c", _FRESH_RUN, spec], capture_output=True,
                               text=True)
         if proc.returncode != 0:
@@ -327,7 +328,8 @@ def mode_e2e(args):
             t_mem, _ = best_of(args.repeat, lambda: InterRDF(um.atoms, um.atoms, **kw).run())
             del um
             out, times = {}, {}
-            fed_backend = NodeBackend(readers=args.readers, gpu_threads=args.gpu_threads)
+            fed_backend = NodeBackend(readers=args.readers, gpu_threads=args.gpu_threads,
+                                      workers_per_gpu=args.workers_per_gpu)
             runs = {
                 "serial": lambda: InterRDF(ag, ag, **kw).run(),
                 "node, readers=0": lambda: InterRDF(ag, ag, **kw).run(
@@ -399,6 +401,8 @@ def main(argv=None):
     p.add_argument("--formats", nargs="*", default=["XTC", "DCD"], choices=("XTC", "DCD"),
                    help="e2e: trajectory formats")
     p.add_argument("--device", default="auto", help="e2e: the analysis's device")
+    p.add_argument("--workers-per-gpu", type=int, default=1,
+                   help="e2e: GPU workers per GPU of the reader rows")
     p.add_argument("--precision", default="double", choices=("single", "double"),
                    help="e2e: the analysis's precision")
     p.add_argument("--gpu-threads", default="auto",

@@ -135,7 +135,7 @@ def test_all_backends_identical_on_dcd(psf_dcd, make):
 def test_gpu_standin_workers(adk, make):
     """GPU workers start with spawn, each bound to its own device and pinned to its own
     core; device='auto' maps to the worker's device (here a CPU stand-in)."""
-    if make(adk).device == "cpu":
+    if make(adk)._plan_device() == "cpu":
         pytest.skip("this class runs on the CPU only: the backend plans no GPU workers for it")
     ser = make(adk).run(step=2)
     backend = _standin_backend()
@@ -162,7 +162,7 @@ def test_gpu_standin_workers(adk, make):
 def test_node_backend_on_real_gpus(adk, make):
     """On a GPU machine: one spawned worker per GPU, each on its own device; single
     precision on the GPU equals the CPU bit for bit."""
-    if make(adk).device == "cpu":
+    if make(adk)._plan_device() == "cpu":
         pytest.skip("this class runs on the CPU only: the backend plans no GPU workers for it")
     ser = make(adk, device="cpu").run()
     backend = NodeBackend(gpu_start_method="spawn")

@@ -192,6 +192,9 @@ def test_fed_gpu_standin_equals_serial(adk, make):
     fed = make(adk).run(step=2, backend=backend)
     _assert_same_results(fed, ser, exact_float=False)
     run = backend.last_run
+    if make(adk)._plan_device() == "cpu":  # InterRDF_s: no GPU kernel, CPU workers
+        assert {w["kind"] for w in run["workers"]} == {"cpu"}
+        return
     assert run["readers"], "the default plan beside a GPU has readers"
     assert [w["kind"] for w in run["workers"]] == ["gpu"]
 
@@ -348,3 +351,14 @@ def test_reader_prepares_only_for_the_base_accumulate(adk):
     ow = adk.select_atoms("name OW")[:50]
     assert InterRDF(ow, ow)._reader_prepares()
     assert not LateralRDF(ow, ow)._reader_prepares()  # flattens first: its worker prepares
+
+
+def test_plan_workers_per_gpu():
+    topo = NodeTopology.simple([16], n_gpus=1)
+    specs = plan_workers(topo, workers_per_gpu=2)
+    gpu = [s for s in specs if s.kind == "gpu"]
+    assert [s.device for s in gpu] == ["cuda:0", "cuda:0"]
+    assert [len(s.cpus) for s in gpu] == [2, 2] and not set(gpu[0].cpus) & set(gpu[1].cpus)
+    assert [s.kind for s in specs].count("reader") == 12
+    with pytest.raises(ValueError, match="workers_per_gpu"):
+        plan_workers(topo, workers_per_gpu=0)

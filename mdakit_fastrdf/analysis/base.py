@@ -387,6 +387,10 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
         self._buf = np.empty((len(layout.ix), 3), dtype=np.float32)
         self._engine = self._make_engine()
 
+    def _plan_device(self) -> str:
+        """The device a backend plans workers for (the node backend: GPU workers or not)."""
+        return self.device if isinstance(self.device, str) else "auto"
+
     # -- frames prepared by readers (backends.feed) ---------------------------------
     def _can_feed(self) -> bool:
         """Whether reader processes may prepare this analysis's frames: true when a frame

@@ -328,7 +328,8 @@ class InterRDF_s(BoxStatistics, PairHistogramBase):
             workers = resolved.n_workers
             if isinstance(resolved, NodeBackend):
                 try:  # the workers it starts for this analysis (CPU only)
-                    workers = len(resolved.plan(self.device))
+                    workers = len([s for s in resolved.plan(self._plan_device())
+                                   if s.kind != "reader"])
                 except ValueError:  # the run raises it
                     pass
         elif isinstance(resolved, BackendBase):  # MDAnalysis's backend objects
@@ -384,6 +385,10 @@ class InterRDF_s(BoxStatistics, PairHistogramBase):
         )
 
     # -- the base class's hooks ---------------------------------------------------------
+    def _plan_device(self):
+        # the site kernel runs on the CPU: a node run plans CPU workers, not GPU workers
+        return "cpu"
+
     def _layout(self):
         """Two species per pair of groups (its first and second group), one segment each."""
         groups = [ag for pair in self.ags for ag in pair]

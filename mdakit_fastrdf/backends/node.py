@@ -94,6 +94,9 @@ class NodeBackend(_OwnBackend):
         readers, a quarter of the node's cores per GPU (1 to 4), for the host's part of a
         frame (packing it for the GPU, wrapping it into the box), which is then all the
         worker does.
+    workers_per_gpu : int, optional
+        Worker processes per GPU (default 1). Two let one worker's host part of a frame
+        (packing it, Python) run while the other's kernel runs.
     gpu_start_method : {'auto', 'spawn', 'forkserver'}, optional
         How GPU workers start. ``'auto'`` (default): ``fork`` while this process has not used
         CUDA (this package has not, and no other library has loaded the NVIDIA driver's
@@ -161,7 +164,7 @@ class NodeBackend(_OwnBackend):
     def __init__(self, n_workers=None, *, gpus=_AUTO, cpu_workers=_AUTO,
                  threads_per_worker=_AUTO, hybrid=_AUTO, part_frames=_AUTO, start_method=None,
                  gpu_start_method="auto", pin=True, topology=None, readers=_AUTO,
-                 gpu_threads=_AUTO, _gpu_standin=False):
+                 gpu_threads=_AUTO, workers_per_gpu=1, _gpu_standin=False):
         if topology is not None and not isinstance(topology, NodeTopology):
             raise TypeError(f"topology must be a NodeTopology or None, got {type(topology).__name__}")
         if not isinstance(pin, bool):
@@ -174,7 +177,7 @@ class NodeBackend(_OwnBackend):
                         "n_workers": n_workers, "start_method": start_method,
                         "gpu_start_method": gpu_start_method,
                         "gpu_standin": bool(_gpu_standin), "readers": readers,
-                        "gpu_threads": gpu_threads}
+                        "gpu_threads": gpu_threads, "workers_per_gpu": workers_per_gpu}
         self.pin = pin
         self.specs = [s for s in self.plan("auto") if s.kind != "reader"]
         self.last_run = None
@@ -225,10 +228,17 @@ class NodeBackend(_OwnBackend):
         if n == 0:
             return []
         analysis = _analysis_of(func)
-        device = getattr(analysis, "device", "auto")
+        plan_device = getattr(analysis, "_plan_device", None)
+        device = plan_device() if plan_device is not None else getattr(analysis, "device", "auto")
         can_feed = getattr(analysis, "_can_feed", None)
         feedable = bool(can_feed()) if can_feed is not None else False
-        plan = self.plan(device if isinstance(device, str) else "auto", feedable)
+        device = device if isinstance(device, str) else "auto"
+        if device == "cpu" and getattr(analysis, "device", "cpu") != "cpu":
+            # an analysis without GPU kernels (InterRDF_s): CPU workers whatever the GPUs
+            plan = plan_workers(self.topology, device="cpu", feedable=feedable,
+                                **{**self.options, "gpus": None, "hybrid": _AUTO})
+        else:
+            plan = self.plan(device, feedable)
         reader_specs = [s for s in plan if s.kind == "reader"]
         specs = [s for s in plan if s.kind != "reader"][:n]
         # a worker that does not fork imports the main script again: not if that reruns this

@@ -100,7 +100,7 @@ def _check_gpus(gpus, n_visible, source):
 def plan_workers(topology: NodeTopology, *, device="auto", gpus=_AUTO, cpu_workers=_AUTO,
                  threads_per_worker=_AUTO, hybrid=_AUTO, n_workers=None, start_method=None,
                  gpu_start_method="auto", gpu_standin=False, readers=_AUTO,
-                 feedable=True, gpu_threads=_AUTO) -> list:
+                 feedable=True, gpu_threads=_AUTO, workers_per_gpu=1) -> list:
     """Decide the workers of a :class:`NodeBackend` run on ``topology``.
 
     GPU workers come first, one per GPU in `gpus`, each pinned to one core of its own,
@@ -123,6 +123,10 @@ def plan_workers(topology: NodeTopology, *, device="auto", gpus=_AUTO, cpu_worke
     readers = _check_auto_int("readers", readers, 0, "it is the number of reader processes")
     gpu_threads = _check_auto_int("gpu_threads", gpu_threads, 1,
                                   "it is the number of cores of each GPU worker")
+    workers_per_gpu = _check_auto_int("workers_per_gpu", workers_per_gpu, 1,
+                                      "it is the number of worker processes per GPU")
+    if workers_per_gpu == _AUTO:
+        workers_per_gpu = 1
     cpu_workers = _check_auto_int("cpu_workers", cpu_workers, 0,
                                   "it is the number of CPU worker processes")
     threads_per_worker = _check_auto_int("threads_per_worker", threads_per_worker, 1,
@@ -200,9 +204,10 @@ def plan_workers(topology: NodeTopology, *, device="auto", gpus=_AUTO, cpu_worke
         # A fed GPU worker's host work (packing a frame, wrapping it into the box) is all
         # it does: a few cores for it, the rest read (1M atoms: ~11 ms a frame on one core)
         n_cores = sum(len(f) for f in free)
-        gpu_threads = max(1, min(4, n_cores // (4 * max(1, len(gpu_ids))))) if fed else 1
+        gpu_threads = max(1, min(4, n_cores // (4 * max(1, len(gpu_ids)) * workers_per_gpu))
+                          ) if fed else 1
     specs = []
-    for k, gid in enumerate(gpu_ids):
+    for k, gid in [(k, gid) for k, gid in enumerate(gpu_ids) for _ in range(workers_per_gpu)]:
         order = sorted(range(len(free)), key=lambda g: (-len(free[g]), (g - k) % len(free)))
         g = order[0]
         if free[g]:
