@@ -362,3 +362,24 @@ def test_plan_workers_per_gpu():
     assert [s.kind for s in specs].count("reader") == 12
     with pytest.raises(ValueError, match="workers_per_gpu"):
         plan_workers(topo, workers_per_gpu=0)
+
+
+def test_warm_up_creates_the_engine_state_a_part_reuses(adk):
+    """A fed GPU worker creates its engine state before the first frame; in a worker (a
+    placement set) the engine of every part finds it again."""
+    from mdakit_fastrdf import engine
+
+    ow = adk.select_atoms("name OW")[:100]
+    a = InterRDF(ow, ow, nbins=10, range=(0.0, 5.0), device="cpu")
+    engine.set_worker_placement(engine.WorkerPlacement(device="cpu", n_threads=1, rank=0,
+                                                       kind="gpu", bound_device="cuda:0"))
+    try:
+        engine._impl_cache.clear()
+        a._warm_up()
+        assert len(engine._impl_cache) == 1
+        warm = next(iter(engine._impl_cache.values()))
+        layout = a._layout()
+        assert a._make_engine()._make_impl(layout.offsets, layout.pairs) is warm
+    finally:
+        engine.set_worker_placement(None)
+        engine._impl_cache.clear()

@@ -108,7 +108,10 @@ def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, paren
         if feed is not None:
             ring, tasks, filled, preissued = feed
             client = FeedClient(spec.rank, ring, tasks, filled, conn, preissued)
-            _analysis_of(func)._feed = client
+            analysis = _analysis_of(func)
+            analysis._feed = client
+            if spec.kind == "gpu":  # its CUDA context while the readers read the first frames
+                analysis._warm_up()
         while True:
             msg = conn.recv() if client is None else client.next_message()
             if msg[0] == "stop":
