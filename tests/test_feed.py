@@ -383,3 +383,30 @@ def test_warm_up_creates_the_engine_state_a_part_reuses(adk):
     finally:
         engine.set_worker_placement(None)
         engine._impl_cache.clear()
+
+
+class _RingsGoneRDF(InterRDF):
+    """A reader that checks, on frame 6, that the run's ring files are gone (the parent
+    removes them once every process has mapped them)."""
+
+    def _read_frame(self, ts, out):
+        if ts.frame == 6:
+            import time
+
+            pattern = f"mdakit-fastrdf-feed-{os.getppid()}-*"
+            for _ in range(300):
+                if not any(glob.glob(os.path.join(d, pattern))
+                           for d in ("/dev/shm", tempfile.gettempdir())):
+                    break
+                time.sleep(0.01)
+            else:
+                raise RuntimeError("the ring files are still there while the run goes on")
+        return super()._read_frame(ts, out)
+
+
+def test_ring_files_removed_once_mapped(npt_universe):
+    g = npt_universe.atoms
+    ser = InterRDF(g, g, nbins=10, range=(0.0, 8.0)).run()
+    fed = _RingsGoneRDF(g, g, nbins=10, range=(0.0, 8.0)).run(
+        backend=NodeBackend(gpus=None, readers=2, cpu_workers=1, part_frames=2))
+    np.testing.assert_array_equal(fed.results.count_uint64, ser.results.count_uint64)

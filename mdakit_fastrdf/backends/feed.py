@@ -13,7 +13,8 @@ Protocol (no coordinates are pickled; all messages are a few integers):
 
 * The parent creates one :class:`Ring` per fed compute worker: a file in ``/dev/shm``
   (another temporary directory when it lacks room) of ``n_slots`` slots, mapped by the
-  worker and by every reader.
+  worker and by every reader before they say ready; then the parent removes the files (the
+  mappings stay), so nothing is left behind however the run ends.
 * A compute worker knows its frames from the parts the parent sends it (it receives the
   next part while it computes the current one). The parent gives a fed worker its first
   two parts as it starts it, and the readers the first ``n_slots`` of their frames, so
@@ -130,14 +131,18 @@ class Ring:
         dims = np.array(m[4:10], dtype=np.float32) if m[3] else None
         return int(m[0]), _FedTimestep(int(m[1]), float(m[2]), dims, np.float64(m[10]))
 
+    def unlink(self):
+        """Remove the file (every process that maps it keeps its mapping)."""
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
     def close(self, unlink=False):
         self._meta = self._rows = None
         self._map = None
         if unlink:
-            try:
-                os.unlink(self.path)
-            except FileNotFoundError:
-                pass
+            self.unlink()
 
 
 class _FedFrames:
@@ -272,23 +277,21 @@ class FeedClient:
 def read_frames(analysis, tasks, rings, filled):
     """A reader's loop: frames from `tasks` into the compute workers' rings until a None.
 
-    ``rings``: ``{rank: Ring.spec()}``; ``filled``: ``{rank: queue}``."""
+    ``rings``: ``{rank: Ring}`` (mapped); ``filled``: ``{rank: queue}``."""
     n_rows = analysis._prepare_reader()
     for q in filled.values():
         q.cancel_join_thread()  # the parent ends readers when the run is done
+    for rank, ring in rings.items():
+        if ring.n_rows != n_rows:
+            raise RuntimeError(f"feed: worker {rank}'s ring has {ring.n_rows} rows per frame, "
+                               f"this reader's analysis {n_rows}")
     trajectory = analysis._trajectory
-    opened = {}
     while True:
         task = tasks.get()
         if task is None:
             break
         rank, slot, pos, frame = task
-        ring = opened.get(rank)
-        if ring is None:
-            ring = opened[rank] = Ring(*rings[rank])
-            if ring.n_rows != n_rows:
-                raise RuntimeError(f"feed: worker {rank}'s ring has {ring.n_rows} rows per frame, "
-                                   f"this reader's analysis {n_rows}")
+        ring = rings[rank]
         try:
             ts = trajectory[frame]
             kind = analysis._read_frame(ts, ring.rows(slot))

@@ -267,6 +267,14 @@ class NodeBackend(_OwnBackend):
         readers: list[_Worker] = []
         ok = False
         try:
+            def unlink_rings_when_mapped():
+                """Once every process of the run has mapped the rings (it said ready), their
+                files go: the mappings stay, and nothing is left behind however the run
+                ends."""
+                if rings and all(x.pid is not None for x in workers + readers):
+                    for ring in rings.values():
+                        ring.unlink()
+
             def send_unsent(w):
                 try:
                     for msg in w.unsent:
@@ -395,6 +403,7 @@ class NodeBackend(_OwnBackend):
                                     payload = None
                             elif msg[0] == "ready":
                                 w.pid, w.cpus, w.status = msg[2]["pid"], msg[2]["cpus"], "reading"
+                                unlink_rings_when_mapped()
                             elif msg[0] == "error":
                                 self._raise_remote(w, msg, computations)
                         if w.proc.sentinel in ready and not self._poll(w.conn):
@@ -421,6 +430,7 @@ class NodeBackend(_OwnBackend):
                                     payload = None
                             elif kind == "ready":
                                 w.pid, w.cpus = msg[2]["pid"], msg[2]["cpus"]
+                                unlink_rings_when_mapped()
                                 if timeline["first_ready_s"] is None:
                                     timeline["first_ready_s"] = now - t_start
                                 if w.status == "starting":  # (a fed worker has its parts)

@@ -12,7 +12,7 @@ import traceback
 
 from ..engine import WorkerPlacement, set_worker_placement
 from .base import _analysis_of, _PartResult
-from .feed import FeedClient, read_frames
+from .feed import FeedClient, Ring, read_frames
 from .planning import WorkerSpec
 
 
@@ -99,15 +99,21 @@ def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, paren
         func = pickle.loads(payload)
         del payload
         cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-        conn.send(("ready", spec.rank, {"pid": os.getpid(), "cpus": cpus}))
-        client = None
+        # A fed worker or reader maps its rings before it says ready: once every process of
+        # the run has, the parent removes the rings' files (the mappings stay), so that
+        # nothing is left in /dev/shm whatever ends the run.
+        client = rings = None
         if feed is not None and feed[0] == "reader":
-            _, tasks, rings, filled = feed
-            read_frames(_analysis_of(func), tasks, rings, filled)
-            return
-        if feed is not None:
+            _, tasks, ring_specs, filled = feed
+            rings = {rank: Ring(*r) for rank, r in ring_specs.items()}
+        elif feed is not None:
             ring, tasks, filled, preissued = feed
             client = FeedClient(spec.rank, ring, tasks, filled, conn, preissued)
+        conn.send(("ready", spec.rank, {"pid": os.getpid(), "cpus": cpus}))
+        if rings is not None:
+            read_frames(_analysis_of(func), tasks, rings, filled)
+            return
+        if client is not None:
             analysis = _analysis_of(func)
             analysis._feed = client
             if spec.kind == "gpu":  # its CUDA context while the readers read the first frames
