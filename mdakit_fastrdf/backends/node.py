@@ -573,6 +573,7 @@ class NodeBackend(_OwnBackend):
 
     @staticmethod
     def _shutdown(workers, graceful):
+        stopped = []
         for w in workers:
             if w.proc.exitcode is not None:
                 continue
@@ -580,15 +581,20 @@ class NodeBackend(_OwnBackend):
                 try:
                     w.conn.send(("stop",))
                     w.status = "stopped"
+                    stopped.append(w)
                     continue
                 except (OSError, ValueError):
                     pass
             w.proc.terminate()
+        # A worker told to stop has handed back all it computed: it may end (a GPU worker
+        # releases its CUDA context, ~0.1 s) after the run returns; multiprocessing reaps it.
+        # Every other worker is ended and waited for.
         deadline = time.monotonic() + 5.0
         for w in workers:
-            w.proc.join(max(0.0, deadline - time.monotonic()))
+            if w not in stopped:
+                w.proc.join(max(0.0, deadline - time.monotonic()))
         for w in workers:
-            if w.proc.exitcode is None:
+            if w not in stopped and w.proc.exitcode is None:
                 w.proc.kill()
                 w.proc.join(1.0)
             try:
