@@ -275,6 +275,19 @@ class NodeBackend(_OwnBackend):
                     for ring in rings.values():
                         ring.unlink()
 
+            def hand_payload(w):
+                """The pickled analysis to a process that did not fork (it said hello);
+                dropped once every such process has it."""
+                nonlocal payload, to_send
+                try:
+                    w.conn.send_bytes(payload)
+                except OSError:  # it died since
+                    w.proc.join(2.0)
+                    self._raise_died(w, computations)
+                to_send -= 1
+                if not to_send:
+                    payload = None
+
             def send_unsent(w):
                 try:
                     for msg in w.unsent:
@@ -393,14 +406,7 @@ class NodeBackend(_OwnBackend):
                                 w.proc.join(2.0)
                                 self._raise_died(w, computations)
                             if msg[0] == "hello":
-                                try:
-                                    w.conn.send_bytes(payload)
-                                except OSError:
-                                    w.proc.join(2.0)
-                                    self._raise_died(w, computations)
-                                to_send -= 1
-                                if not to_send:
-                                    payload = None
+                                hand_payload(w)
                             elif msg[0] == "ready":
                                 w.pid, w.cpus, w.status = msg[2]["pid"], msg[2]["cpus"], "reading"
                                 unlink_rings_when_mapped()
@@ -419,15 +425,8 @@ class NodeBackend(_OwnBackend):
                                 self._raise_died(w, computations)
                             kind = msg[0]
                             if kind == "hello":  # a worker that did not fork: its payload
-                                try:
-                                    w.conn.send_bytes(payload)
-                                except OSError:  # it died since
-                                    w.proc.join(2.0)
-                                    self._raise_died(w, computations)
+                                hand_payload(w)
                                 send_unsent(w)
-                                to_send -= 1
-                                if not to_send:
-                                    payload = None
                             elif kind == "ready":
                                 w.pid, w.cpus = msg[2]["pid"], msg[2]["cpus"]
                                 unlink_rings_when_mapped()
@@ -580,15 +579,16 @@ class NodeBackend(_OwnBackend):
             if graceful and w.status in ("idle", "starting") and w.status != "busy":
                 try:
                     w.conn.send(("stop",))
+                    if w.status == "idle":  # (one still starting is waited for)
+                        stopped.append(w)
                     w.status = "stopped"
-                    stopped.append(w)
                     continue
                 except (OSError, ValueError):
                     pass
             w.proc.terminate()
-        # A worker told to stop has handed back all it computed: it may end (a GPU worker
-        # releases its CUDA context, ~0.1 s) after the run returns; multiprocessing reaps it.
-        # Every other worker is ended and waited for.
+        # A worker that has run and is told to stop has handed back all it computed: it may
+        # end (a GPU worker releases its CUDA context, ~0.1 s) after the run returns;
+        # multiprocessing reaps it. Every other worker is ended and waited for.
         deadline = time.monotonic() + 5.0
         for w in workers:
             if w not in stopped:
