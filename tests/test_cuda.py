@@ -123,6 +123,16 @@ def test_build_info_reports_cuda():
         assert archs and all(a.split("-")[0].isdigit() for a in archs)
 
 
+def test_exact_sqrt_false_needs_the_fast_rule_build():
+    """The approximate-root kernels are built only on request (FASTRDF_CUDA_FAST_RULE=ON):
+    without them exact_sqrt=False is refused at once, naming the option."""
+    if not HAVE_CUDA_BUILD or build_info()["cuda_fast_rule"]:
+        pytest.skip("needs a CUDA build without the approximate-root kernels")
+    with pytest.raises(ValueError, match="FASTRDF_CUDA_FAST_RULE=ON"):
+        Engine("cuda", exact_sqrt=False)
+    Engine("cuda", exact_sqrt=True)  # the default stays available
+
+
 def test_cli_info_has_cuda_line(tmp_path):
     out = subprocess.run([sys.executable, "-m", "mdakit_fastrdf", "--info"], capture_output=True,
                          text=True, timeout=300, cwd=tmp_path)
@@ -578,6 +588,8 @@ def test_gpu_pairs_on_bin_edges(rng, monkeypatch, nbins, rmin, launch):
 def test_gpu_fast_rule_on_bin_edges(rng, nbins):
     """Pairs placed exactly on (float32) bin edges and one float step either side: the fast
     rule (approximate root, threshold correction) bins them as the IEEE root does."""
+    if not build_info().get("cuda_fast_rule"):
+        pytest.skip("built without the approximate-root kernels (FASTRDF_CUDA_FAST_RULE=OFF)")
     edges = reference_edges(nbins, (0.5, 20.0))
     e32 = edges.astype(np.float32)
     xs = np.concatenate([e32, np.nextafter(e32, np.float32(0)), np.nextafter(e32, np.float32(99))])

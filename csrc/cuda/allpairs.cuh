@@ -12,6 +12,10 @@
 #include "fastrdf/float_rule.cuh"
 #include "fastrdf/geometry.hpp"
 
+#ifndef FASTRDF_CUDA_FAST_RULE
+#define FASTRDF_CUDA_FAST_RULE 0
+#endif
+
 namespace fastrdf {
 namespace gpu {
 namespace detail {
@@ -46,8 +50,16 @@ void launch_allpairs(LaunchInfo& launch, const KernelArgs& a, const Box& box, co
                                        bool, long long, cudaStream_t)
 // The launchers of box template B: every rule that Histogrammer::Impl::with_rule<T, true>
 // hands them. EXTERN: `extern` (declarations, below) or nothing (allpairs_<box>.cu).
+// FastRule (the approximate root, exact_sqrt=False) only in builds with
+// FASTRDF_CUDA_FAST_RULE=ON: it measured slower than FloatRule and is kept for experiments.
+#if FASTRDF_CUDA_FAST_RULE
+#define FASTRDF_ALLPAIRS_FAST(EXTERN, B) \
+    EXTERN template FASTRDF_ALLPAIRS_LAUNCHER(float, B<float>, FastRule);
+#else
+#define FASTRDF_ALLPAIRS_FAST(EXTERN, B)
+#endif
 #define FASTRDF_ALLPAIRS_INSTANCES(EXTERN, B)                                     \
-    EXTERN template FASTRDF_ALLPAIRS_LAUNCHER(float, B<float>, FastRule);         \
+    FASTRDF_ALLPAIRS_FAST(EXTERN, B)                                              \
     EXTERN template FASTRDF_ALLPAIRS_LAUNCHER(float, B<float>, FloatRule<true>);  \
     EXTERN template FASTRDF_ALLPAIRS_LAUNCHER(float, B<float>, FloatRule<false>); \
     EXTERN template FASTRDF_ALLPAIRS_LAUNCHER(float, B<float>, ExactRule<float>); \

@@ -167,6 +167,11 @@ struct Histogrammer::Impl {
     Impl(int dev, KernelChoice k, int mw, bool exact, int meth, int ck, int order)
         : device(dev), choice(k), max_window_bins(mw), exact_only(exact), method(meth), cell_k(ck),
           cell_order(order) {
+        if (!exact && !FASTRDF_CUDA_FAST_RULE)
+            throw std::invalid_argument(
+                "exact_sqrt=False: this build has no approximate-root kernels (an experiment, "
+                "slower than the default); rebuild with -C cmake.define.FASTRDF_CUDA_FAST_RULE=ON "
+                "or keep exact_sqrt=True");
         std::string why;
         const int n = device_count(&why);
         if (n == 0) throw CudaError("no usable CUDA device: " + why);
@@ -496,7 +501,7 @@ struct Histogrammer::Impl {
     template <typename T, bool AllowFast, class F>
     const char* with_rule(const Binning<T>& bin, F&& f) const {
         if constexpr (std::is_same<T, float>::value) {
-            if constexpr (AllowFast) {
+            if constexpr (AllowFast && FASTRDF_CUDA_FAST_RULE) {
                 if (use_fast_rule()) {
                     f(fast_rule);
                     return "fast";

@@ -26,10 +26,11 @@ __device__ __forceinline__ void load_tile(float4* jt, float4* jbox, const float4
                                           bool valid) {
     const float inf = __int_as_float(0x7f800000);
     float4 v = make_float4(inf, inf, inf, 0.f);
-    if (valid) {
-        v = atoms[j];
-        jt[threadIdx.x] = v;
-    }
+    if (valid) v = atoms[j];
+    // past the tile's end: NaN, never in range and never flagged (the filter's chunk loop
+    // reads whole chunks)
+    const float nan = __int_as_float(0x7fc00000);
+    jt[threadIdx.x] = valid ? v : make_float4(nan, nan, nan, 0.f);
     if constexpr (kPeriodic<Box>) {
         float lx = v.x, ly = v.y, lz = v.z;
         float hx = valid ? v.x : -inf, hy = valid ? v.y : -inf, hz = valid ? v.z : -inf;
@@ -156,9 +157,15 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
     // every pair of j atoms [c0, c1) with the rows, r2 from r2_of(j atom, row)
     auto pairs_of = [&](int c0, int c1, auto r2_of) {
         if constexpr (kFilter) {
-            // one chunk (c1 - c0 <= kChunk), in steps of 4 j atoms (above)
+            // one chunk (c1 - c0 <= kChunk), in steps of 4 j atoms (above), one step per
+            // iteration: unrolled, each step would be 4 R more pair bodies in every chunk path
+            // of every launch shape, which is what the build paid for (benchmarks/NOTES.md,
+            // "Build time"). A partial chunk (the tile's end) runs whole: its atoms past c1 are
+            // NaN (load_tile), so their pairs are neither counted nor flagged; except in dense
+            // tiles, which count every pair they see: there each j atom is tested.
             unsigned bit = 1u;
-            if (c1 - c0 == kChunk) {
+            if (!Dense || c1 - c0 == kChunk) {
+#pragma unroll 1
                 for (int g = 0; g < kSteps; ++g, bit <<= 1) {
 #pragma unroll
                     for (int t = 0; t < kPerStep; ++t) {
@@ -168,7 +175,8 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
                         for (int r = 0; r < R; ++r) count(r2_of(aj, r), k, bit, fm[r][t], r, aj);
                     }
                 }
-            } else {
+            } else if constexpr (Dense) {
+#pragma unroll 1
                 for (int g = 0; g < kSteps; ++g, bit <<= 1) {
 #pragma unroll
                     for (int t = 0; t < kPerStep; ++t) {
@@ -265,101 +273,101 @@ __device__ __forceinline__ void tile_pairs(const float4 (&ai)[R], const int (&ii
                 d[1] = static_cast<T>(aj.y - ai[r].y);
                 d[2] = static_cast<T>(aj.z - ai[r].z);
             };
-            if (__all_sync(0xFFFFFFFFu, one)) {
-                ++chunks[0];
-                if constexpr (kZero) {
-                    bool zero = true;
+            // every path of the chunk, then its end (one end_chunk: the filter's queueing is
+            // compiled once per tile loop, not once per path)
+            [&] {
+                if (__all_sync(0xFFFFFFFFu, one)) {
+                    ++chunks[0];
+                    if constexpr (kZero) {
+                        bool zero = true;
 #pragma unroll
-                    for (int r = 0; r < R; ++r)  // (padding rows: any shift, their pairs never count)
-                        zero = zero & ((ai[r].x != ai[r].x) |
-                                       ((s[r][0] == T(0)) & (s[r][1] == T(0)) & (s[r][2] == T(0))));
-                    if (__all_sync(0xFFFFFFFFu, zero)) {
-                        // the shift 0 for every row: d - 0 is d, so norm(d), the loop of a
-                        // frame without a box (plus the triclinic extra images)
-                        pairs_of(c0, c1, [&](const float4& aj, int r) {
-                            T d[3];
-                            d_of(aj, r, d);
-                            return box.norm(d[0], d[1], d[2]);
-                        });
-                        end_chunk(c0);
-                        continue;
-                    }
-                }
-                pairs_of(c0, c1, [&](const float4& aj, int r) {
-                    T d[3];
-                    d_of(aj, r, d);
-                    return box.reduce(d[0], d[1], d[2], s[r]);
-                });
-                end_chunk(c0);
-                continue;
-            }
-            if constexpr (kAxes) {
-                // Orthorhombic chunks whose rows disagree along one axis only: that axis takes
-                // each pair's own image (OrthoBox::axis_reduced, dist2's arithmetic), the
-                // other two the row's shift.
-                unsigned warp_axes = 0;
-#pragma unroll
-                for (int c = 0; c < 3; ++c)
-                    warp_axes |= static_cast<unsigned>(__all_sync(0xFFFFFFFFu, (axes >> c) & 1u)) << c;
-                if (chunk_images && __popc(warp_axes) == 2) {
-                    ++chunks[1];
-                    auto along = [&](auto axis) {
-                        constexpr int c = decltype(axis)::value;
-                        pairs_of(c0, c1, [&](const float4& aj, int r) {
-                            T d[3];
-                            d_of(aj, r, d);
-#pragma unroll
-                            for (int q = 0; q < 3; ++q)
-                                d[q] = q == c ? box.axis_reduced(q, d[q]) : d[q] - s[r][q];
-                            return box.norm(d[0], d[1], d[2]);
-                        });
-                    };
-                    if (!(warp_axes & 1u))
-                        along(std::integral_constant<int, 0>{});
-                    else if (!(warp_axes & 2u))
-                        along(std::integral_constant<int, 1>{});
-                    else
-                        along(std::integral_constant<int, 2>{});
-                    end_chunk(c0);
-                    continue;
-                }
-            }
-            if constexpr (kOneIndex) {
-                // The rows disagree on one index k only (the same for the whole warp), and each
-                // row's index k is one of two neighbours nl, nl + 1: a pair needs only index k
-                // (Box::index_with, the same rounding as index()) to pick between the row's two
-                // shifts, both made by shift() as dist2 would make them.
-                unsigned warp_unsure = 0;
-#pragma unroll
-                for (int k = 0; k < 3; ++k)
-                    warp_unsure |= static_cast<unsigned>(__any_sync(0xFFFFFFFFu, (unsure >> k) & 1u)) << k;
-                if (chunk_images && __popc(warp_unsure) == 1 && !__any_sync(0xFFFFFFFFu, wide)) {
-                    ++chunks[1];
-                    const int k = __ffs(warp_unsure) - 1;
-                    T c[3], nk[R], sh[R][3];
-#pragma unroll
-                    for (int q = 0; q < 3; ++q) c[q] = k == 0 ? box.f[0][q] : (k == 1 ? box.f[1][q] : box.f[2][q]);
-#pragma unroll
-                    for (int r = 0; r < R; ++r) {
-                        nk[r] = k == 0 ? nl[r][0] : (k == 1 ? nl[r][1] : nl[r][2]);
-                        T up[3];
-#pragma unroll
-                        for (int q = 0; q < 3; ++q) up[q] = q == k ? nl[r][q] + T(1) : nl[r][q];
-                        box.shift(up, sh[r]);
+                        for (int r = 0; r < R; ++r)  // (padding rows: any shift, their pairs never count)
+                            zero = zero & ((ai[r].x != ai[r].x) |
+                                           ((s[r][0] == T(0)) & (s[r][1] == T(0)) & (s[r][2] == T(0))));
+                        if (__all_sync(0xFFFFFFFFu, zero)) {
+                            // the shift 0 for every row: d - 0 is d, so norm(d), the loop of a
+                            // frame without a box (plus the triclinic extra images)
+                            pairs_of(c0, c1, [&](const float4& aj, int r) {
+                                T d[3];
+                                d_of(aj, r, d);
+                                return box.norm(d[0], d[1], d[2]);
+                            });
+                            return;
+                        }
                     }
                     pairs_of(c0, c1, [&](const float4& aj, int r) {
                         T d[3];
                         d_of(aj, r, d);
-                        const bool hi = Box::index_with(c, d[0], d[1], d[2]) != nk[r];
-                        const T t[3] = {hi ? sh[r][0] : s[r][0], hi ? sh[r][1] : s[r][1],
-                                        hi ? sh[r][2] : s[r][2]};
-                        return box.reduce(d[0], d[1], d[2], t);
+                        return box.reduce(d[0], d[1], d[2], s[r]);
                     });
-                    end_chunk(c0);
-                    continue;
+                    return;
                 }
-            }
-            pairs_of(c0, c1, own_image);
+                if constexpr (kAxes) {
+                    // Orthorhombic chunks whose rows disagree along one axis only: that axis takes
+                    // each pair's own image (OrthoBox::axis_reduced, dist2's arithmetic), the
+                    // other two the row's shift.
+                    unsigned warp_axes = 0;
+#pragma unroll
+                    for (int c = 0; c < 3; ++c)
+                        warp_axes |= static_cast<unsigned>(__all_sync(0xFFFFFFFFu, (axes >> c) & 1u)) << c;
+                    if (chunk_images && __popc(warp_axes) == 2) {
+                        ++chunks[1];
+                        auto along = [&](auto axis) {
+                            constexpr int c = decltype(axis)::value;
+                            pairs_of(c0, c1, [&](const float4& aj, int r) {
+                                T d[3];
+                                d_of(aj, r, d);
+#pragma unroll
+                                for (int q = 0; q < 3; ++q)
+                                    d[q] = q == c ? box.axis_reduced(q, d[q]) : d[q] - s[r][q];
+                                return box.norm(d[0], d[1], d[2]);
+                            });
+                        };
+                        if (!(warp_axes & 1u))
+                            along(std::integral_constant<int, 0>{});
+                        else if (!(warp_axes & 2u))
+                            along(std::integral_constant<int, 1>{});
+                        else
+                            along(std::integral_constant<int, 2>{});
+                        return;
+                    }
+                }
+                if constexpr (kOneIndex) {
+                    // The rows disagree on one index k only (the same for the whole warp), and each
+                    // row's index k is one of two neighbours nl, nl + 1: a pair needs only index k
+                    // (Box::index_with, the same rounding as index()) to pick between the row's two
+                    // shifts, both made by shift() as dist2 would make them.
+                    unsigned warp_unsure = 0;
+#pragma unroll
+                    for (int k = 0; k < 3; ++k)
+                        warp_unsure |= static_cast<unsigned>(__any_sync(0xFFFFFFFFu, (unsure >> k) & 1u)) << k;
+                    if (chunk_images && __popc(warp_unsure) == 1 && !__any_sync(0xFFFFFFFFu, wide)) {
+                        ++chunks[1];
+                        const int k = __ffs(warp_unsure) - 1;
+                        T c[3], nk[R], sh[R][3];
+#pragma unroll
+                        for (int q = 0; q < 3; ++q) c[q] = k == 0 ? box.f[0][q] : (k == 1 ? box.f[1][q] : box.f[2][q]);
+#pragma unroll
+                        for (int r = 0; r < R; ++r) {
+                            nk[r] = k == 0 ? nl[r][0] : (k == 1 ? nl[r][1] : nl[r][2]);
+                            T up[3];
+#pragma unroll
+                            for (int q = 0; q < 3; ++q) up[q] = q == k ? nl[r][q] + T(1) : nl[r][q];
+                            box.shift(up, sh[r]);
+                        }
+                        pairs_of(c0, c1, [&](const float4& aj, int r) {
+                            T d[3];
+                            d_of(aj, r, d);
+                            const bool hi = Box::index_with(c, d[0], d[1], d[2]) != nk[r];
+                            const T t[3] = {hi ? sh[r][0] : s[r][0], hi ? sh[r][1] : s[r][1],
+                                            hi ? sh[r][2] : s[r][2]};
+                            return box.reduce(d[0], d[1], d[2], t);
+                        });
+                        return;
+                    }
+                }
+                pairs_of(c0, c1, own_image);
+            }();
             end_chunk(c0);
         }
     }

@@ -160,6 +160,7 @@ PYBIND11_MODULE(_fastrdf_cuda, m) {
     m.def("sqrt_approx_error", &gpu::sqrt_approx_error, py::arg("device") = 0);
     m.def("driver_version", &gpu::driver_version);
     m.attr("architectures") = FASTRDF_CUDA_ARCHS;
+    m.attr("fast_rule") = static_cast<bool>(FASTRDF_CUDA_FAST_RULE);
     // The names of the all-pairs kernels (kernel=...), for the Python engine
     m.attr("KERNELS") = option_names(kCudaKernelNames);
     bind_kspace_cuda(m);

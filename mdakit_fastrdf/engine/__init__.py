@@ -88,7 +88,9 @@ def build_info() -> dict:
         variants), ``cpu_isa_usable`` (those this CPU runs), ``cpu_isa_selected`` (the one used),
         ``l2_cache_bytes`` (drives the cache blocking), ``cuda`` (whether CUDA kernels were
         built) and, when they were, ``cuda_architectures`` (the GPU architectures compiled;
-        ``-real`` machine code, ``-virtual`` PTX for newer GPUs).
+        ``-real`` machine code, ``-virtual`` PTX for newer GPUs) and ``cuda_fast_rule``
+        (whether the experimental approximate-root kernels, ``exact_sqrt=False``, were built:
+        CMake option ``FASTRDF_CUDA_FAST_RULE``, off by default).
     """
     m = _cpu_module()
     info = {
@@ -104,6 +106,7 @@ def build_info() -> dict:
     }
     if info["cuda"]:
         info["cuda_architectures"] = _cuda_module().architectures.split(",")
+        info["cuda_fast_rule"] = bool(getattr(_cuda_module(), "fast_rule", False))
     return info
 
 
@@ -447,6 +450,12 @@ class Engine:
         self.kernel = validate_kernel(kernel)
         self.max_window_bins = int(max_window_bins)
         self.exact_sqrt = bool(exact_sqrt)
+        if not self.exact_sqrt and _cuda_module() is not None and not getattr(
+                _cuda_module(), "fast_rule", False):
+            raise ValueError(
+                "exact_sqrt=False: this build has no approximate-root kernels (an experiment, "
+                "measured slower than the default); rebuild with "
+                "-C cmake.define.FASTRDF_CUDA_FAST_RULE=ON, or keep exact_sqrt=True")
         self.device_used = None  # 'cpu' or 'cuda:N' once the first frame ran
         self._impl = None
 
