@@ -430,7 +430,9 @@ class Engine:
         Single precision on the GPU with the IEEE square root for every pair (default), or
         (``False``) the hardware's approximate root with an exact correction of the pairs
         near a bin edge. Both give the same histogram; the approximate root was slower on an
-        H200 (benchmarks/NOTES.md), so it is kept for experiments only.
+        H200 (benchmarks/NOTES.md), so it is kept for experiments only: its kernels exist
+        in builds with ``-C cmake.define.FASTRDF_CUDA_FAST_RULE=ON`` alone, and elsewhere
+        ``exact_sqrt=False`` raises ``ValueError``.
 
     Notes
     -----
