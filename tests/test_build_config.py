@@ -55,17 +55,20 @@ def test_portable_set_is_three_cubins_from_one_ptx(tmp_path):
     # what build_info() will report: each cubin, and the PTX
     assert set(archs) == {f"{c[3:]}-real" for c in reals} | {f"{virtual[8:]}-virtual"}
     assert "FASTRDF_CUDA_FAST_RULE=0" in defines  # the approximate root only on request
+    assert "-lineinfo" not in flags  # line tables only on request (the same machine code)
 
 
 def test_one_ptx_off_gives_one_ptx_per_architecture(tmp_path):
     flags, archs, defines = configure(tmp_path, "-DFASTRDF_CUDA_PORTABLE=ON",
                                       "-DFASTRDF_CUDA_ONE_PTX=OFF",
-                                      "-DFASTRDF_CUDA_FAST_RULE=ON")
+                                      "-DFASTRDF_CUDA_FAST_RULE=ON",
+                                      "-DFASTRDF_CUDA_LINEINFO=ON")
     gencodes = re.findall(r"--generate-code=arch=(compute_\d+),code=\[([^\]]*)\]", flags)
     assert len(gencodes) >= 3, flags
     assert all(v[8:] in c for v, c in gencodes)  # each cubin from its own PTX
     assert "90-virtual" in archs
     assert "FASTRDF_CUDA_FAST_RULE=1" in defines
+    assert "-lineinfo" in flags
 
 
 def test_given_architectures_are_kept(tmp_path):
