@@ -381,7 +381,10 @@ def test_ctrl_c_stops_every_worker(tmp_path):
                 super()._prepare()
                 open(os.path.join({str(tmp_path)!r}, f"pid-{{os.getpid()}}"), "w").close()
             def _single_frame(self):
-                time.sleep(0.5)
+                # long frames: the run is still going when the signal comes, however late
+                # the test sees the second worker (a loaded 2-core CI machine once took
+                # longer than 0.5 s, and the run had ended before the signal)
+                time.sleep(2.0)
                 super()._single_frame()
 
         if __name__ == "__main__":
@@ -401,6 +404,7 @@ def test_ctrl_c_stops_every_worker(tmp_path):
         time.sleep(0.05)
     pids = [int(p.name[4:]) for p in tmp_path.glob("pid-*")]
     assert len(pids) >= 2, proc.communicate(timeout=30)
+    assert proc.poll() is None, "the run ended before the signal could be sent"
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode != 0 and "KeyboardInterrupt" in err and "FINISHED" not in out, err
