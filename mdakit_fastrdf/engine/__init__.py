@@ -76,6 +76,11 @@ def _cuda_module():
     return _fastrdf_cuda
 
 
+def _cuda_fast_rule() -> bool:
+    """Whether the CUDA module has the approximate-root kernels (FASTRDF_CUDA_FAST_RULE)."""
+    return bool(getattr(_cuda_module(), "fast_rule", False))
+
+
 def build_info() -> dict:
     """Describe what was compiled and what this machine can run.
 
@@ -106,7 +111,7 @@ def build_info() -> dict:
     }
     if info["cuda"]:
         info["cuda_architectures"] = _cuda_module().architectures.split(",")
-        info["cuda_fast_rule"] = bool(getattr(_cuda_module(), "fast_rule", False))
+        info["cuda_fast_rule"] = _cuda_fast_rule()
     return info
 
 
@@ -452,8 +457,7 @@ class Engine:
         self.kernel = validate_kernel(kernel)
         self.max_window_bins = int(max_window_bins)
         self.exact_sqrt = bool(exact_sqrt)
-        if not self.exact_sqrt and _cuda_module() is not None and not getattr(
-                _cuda_module(), "fast_rule", False):
+        if not self.exact_sqrt and _cuda_module() is not None and not _cuda_fast_rule():
             raise ValueError(
                 "exact_sqrt=False: this build has no approximate-root kernels (an experiment, "
                 "measured slower than the default); rebuild with "
