@@ -156,7 +156,7 @@ CellPlan plan_cells(const FrameProblem& p, int k, int order, const double lo[3],
     if (pl.periodic) {
         double w[3];
         for (int d = 0; d < 3; ++d) {
-            if (p.box_kind == kTriclinic) {
+            if (is_triclinic_kind(p.box_kind)) {
                 const double* f = p.reciprocal + 3 * d;
                 w[d] = 1.0 / std::sqrt(f[0] * f[0] + f[1] * f[1] + f[2] * f[2]);
             } else {
@@ -164,10 +164,21 @@ CellPlan plan_cells(const FrameProblem& p, int k, int order, const double lo[3],
             }
             scale = std::max(scale, w[d]);
         }
-        // Far above the float32 rounding of coordinates and distances (~1e-7 of scale).
-        const double reach = rmax + 1e-5 * scale + 1e-6;
+        // Far above the float32 rounding of coordinates and distances (~1e-7 of scale). The
+        // triclinic slab box with the in-plane r2: a counted pair's image lies within
+        // sqrt(rmax^2 + h^2) in 3D.
+        const double r3 = p.box_kind == kTriclinicSlab && p.slab_w == 0.0
+                              ? std::sqrt(rmax * rmax + p.slab_h * p.slab_h) : rmax;
+        const double reach = r3 + 1e-5 * scale + 1e-6;
+        // The orthorhombic slab box (OrthoSlabBox): a counted pair's image has |z| <= h (and,
+        // with the 3D r2, |z| <= rmax), so the cells along z need only reach that far.
+        double reach_d[3] = {reach, reach, reach};
+        if (p.box_kind == kOrthoSlab) {
+            const double hz = p.slab_w == 1.0 ? std::min(p.slab_h, rmax) : p.slab_h;
+            reach_d[2] = hz + 1e-5 * scale + 1e-6;
+        }
         double n[3];
-        for (int d = 0; d < 3; ++d) n[d] = std::max(1.0, std::floor(pl.k * w[d] / reach));
+        for (int d = 0; d < 3; ++d) n[d] = std::max(1.0, std::floor(pl.k * w[d] / reach_d[d]));
         const double total = n[0] * n[1] * n[2];
         if (total > max_cells) {
             const double f = std::cbrt(max_cells / total);
@@ -253,7 +264,7 @@ void build_cells(const FrameProblem& p, const CellPlan& pl, CellGrid& g) {
     if (pl.periodic) {
         double f[3][3] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
         for (int d = 0; d < 3; ++d) {
-            if (p.box_kind == kTriclinic)
+            if (is_triclinic_kind(p.box_kind))
                 for (int c = 0; c < 3; ++c) f[d][c] = p.reciprocal[3 * d + c];
             else
                 f[d][d] = 1.0 / p.ortho[d];

@@ -629,7 +629,7 @@ void run_double(const FrameProblem& p, Workspace& ws) {
         const Binning<float> bin_f = make_binning<float>(p, float_edges(p, ws));
         // the bound rounded up to float: the test g < filter stays conservative
         const float filter = std::nextafter(static_cast<float>(delta), 1.0f);
-        with_boxes(p, [&](const auto& box_f, const auto& box_d) {
+        with_boxes<false>(p, [&](const auto& box_f, const auto& box_d) {
             const Settle<std::decay_t<decltype(box_d)>> settle{box_d, bin};
             run_box<float, false>(p, ws, box_f, bin_f, &settle, filter);
         }, ws.images_f.data(), p.images);

@@ -76,7 +76,7 @@ template <typename T>
 void run_precision(const SitesProblem& p) {
     std::vector<T> images(3 * static_cast<std::size_t>(p.box.n_images));
     for (std::size_t k = 0; k < images.size(); ++k) images[k] = static_cast<T>(p.box.images[k]);
-    with_box<T>(p.box, images.data(), [&](const auto& box) { run_rows<T>(p, box); });
+    with_box<T, false>(p.box, images.data(), [&](const auto& box) { run_rows<T>(p, box); });
 }
 
 }  // namespace

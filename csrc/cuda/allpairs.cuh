@@ -73,6 +73,8 @@ void launch_allpairs(LaunchInfo& launch, const KernelArgs& a, const Box& box, co
 FASTRDF_ALLPAIRS_INSTANCES(extern, NoBox);
 FASTRDF_ALLPAIRS_INSTANCES(extern, OrthoBox);
 FASTRDF_ALLPAIRS_INSTANCES(extern, OrthoBoxScaled);
+FASTRDF_ALLPAIRS_INSTANCES(extern, OrthoSlabBox);
+FASTRDF_ALLPAIRS_INSTANCES(extern, TriclinicSlab);
 FASTRDF_ALLPAIRS_INSTANCES(extern, TriclinicNoImages);
 FASTRDF_ALLPAIRS_INSTANCES(extern, TriclinicImages);
 FASTRDF_ALLPAIRS_FILTER_INSTANCES(extern, NoBox, FilterFrom0);

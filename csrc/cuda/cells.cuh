@@ -89,6 +89,8 @@ void launch_cells(const LaunchInfo& launch, const CellKernelArgs& a, const Box& 
 FASTRDF_CELLS_INSTANCES(extern, NoBox);
 FASTRDF_CELLS_INSTANCES(extern, OrthoBox);
 FASTRDF_CELLS_INSTANCES(extern, OrthoBoxScaled);
+FASTRDF_CELLS_INSTANCES(extern, OrthoSlabBox);
+FASTRDF_CELLS_INSTANCES(extern, TriclinicSlab);
 FASTRDF_CELLS_INSTANCES(extern, TriclinicNoImages);
 FASTRDF_CELLS_INSTANCES(extern, TriclinicImages);
 FASTRDF_CELLS_FILTER_INSTANCES(extern, NoBox, FilterFrom0);

@@ -93,6 +93,8 @@ template <typename T>
 using TriclinicNoImages = TriclinicBox<T, false>;
 template <typename T>
 using TriclinicImages = TriclinicBox<T, true>;
+template <typename T>
+using TriclinicSlab = TriclinicBox<T, true, true>;
 
 // CUDA's name and description of an error.
 inline std::string error_text(cudaError_t e) {

@@ -466,7 +466,7 @@ struct Histogrammer::Impl {
         if (pl.periodic)
             for (int d = 0; d < 3; ++d)
                 for (int c = 0; c < 3; ++c)
-                    g.f[d][c] = p.box_kind == kTriclinic ? p.reciprocal[3 * d + c]
+                    g.f[d][c] = is_triclinic_kind(p.box_kind) ? p.reciprocal[3 * d + c]
                                                          : (c == d ? 1.0 / p.ortho[d] : 0.0);
         sort_cells_on_device(atoms, n, g, dev_offsets32.ptr, dev_rank.ptr, dev_cell_of.ptr,
                              dev_start.ptr, dev_fill.ptr, dev_sorted.ptr, dev_zcell.ptr, compute);
@@ -876,7 +876,7 @@ struct Histogrammer::Impl {
             const Binning<double> bin_d = make_binning<double>(p, dev_edges_d.ptr);
             const float* dev_images_f = reinterpret_cast<const float*>(dev_slot[s].ptr + atom_bytes + n_img * sizeof(T));
             const double* dev_images_d = reinterpret_cast<const double*>(dev_slot[s].ptr + atom_bytes);
-            with_boxes(p, [&](const auto& box_f, const auto& box_d) {
+            with_boxes<false>(p, [&](const auto& box_f, const auto& box_d) {
                 using BoxD = std::decay_t<decltype(box_d)>;
                 auto go = [&](const auto& fr) {
                     using FR = std::decay_t<decltype(fr)>;

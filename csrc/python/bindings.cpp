@@ -289,6 +289,8 @@ void site_histograms(py::array coords1, py::array coords2, double rmin, double r
         !out.writeable())
         throw std::invalid_argument("out: must be a writeable C-contiguous float64 array");
     p.out = static_cast<double*>(out.mutable_data());
+    if (is_slab_kind(box_kind))
+        throw std::invalid_argument("box_kind: site histograms (InterRDF_s) take no slab box");
     std::vector<double> images;
     parse_box(p.box, images, box_kind, box, rmax);
     p.double_precision = double_precision;
@@ -348,6 +350,8 @@ PYBIND11_MODULE(_fastrdf_cpu, m) {
     m.attr("ORTHO") = static_cast<int>(kOrtho);
     m.attr("TRICLINIC") = static_cast<int>(kTriclinic);
     m.attr("ORTHO_SCALED") = static_cast<int>(kOrthoScaled);
+    m.attr("ORTHO_SLAB") = static_cast<int>(kOrthoSlab);
+    m.attr("TRICLINIC_SLAB") = static_cast<int>(kTriclinicSlab);
     m.attr("MAX_CELL_K") = kMaxCellK;
     m.attr("METHODS") = option_names(kMethodNames);
     m.attr("CELL_ORDERS") = option_names(kCellOrderNames);

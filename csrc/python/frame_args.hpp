@@ -99,11 +99,25 @@ inline void parse_box(FrameProblem& p, std::vector<double>& images, int box_kind
                       const py::object& box, double rmax) {
     images.clear();
     p.box_kind = box_kind;
-    if (box_kind == kOrtho || box_kind == kOrthoScaled || box_kind == kTriclinic) {
+    if (box_kind == kOrtho || box_kind == kOrthoScaled || is_triclinic_kind(box_kind) ||
+        box_kind == kOrthoSlab) {
         py::array b = box.cast<py::array>();
         const double* m = checked<double>(b, "box", 2);
-        if (b.shape(0) != 3 || b.shape(1) != 3) throw std::invalid_argument("box: shape must be (3, 3)");
-        if (box_kind != kTriclinic) {
+        // the slab boxes: the box vectors, then a row (h, w, 0) (OrthoSlabBox)
+        const bool slab = is_slab_kind(box_kind);
+        const py::ssize_t rows = slab ? 4 : 3;
+        if (b.shape(0) != rows || b.shape(1) != 3)
+            throw std::invalid_argument(slab ? "box: the slab box's shape must be (4, 3)"
+                                             : "box: shape must be (3, 3)");
+        if (slab) {
+            p.slab_h = m[9];
+            p.slab_w = m[10];
+            if (!(p.slab_h > 0.0) || !std::isfinite(p.slab_h))
+                throw std::invalid_argument("box: the slab half-thickness h must be positive and finite");
+            if (!(p.slab_w == 0.0 || p.slab_w == 1.0))
+                throw std::invalid_argument("box: the slab's w must be 0 (in-plane) or 1 (3D)");
+        }
+        if (!is_triclinic_kind(box_kind)) {
             for (int c = 0; c < 3; ++c) {
                 p.ortho[c] = m[4 * c];
                 p.ortho_inv32[c] = static_cast<float>(1.0 / p.ortho[c]);
@@ -112,7 +126,10 @@ inline void parse_box(FrameProblem& p, std::vector<double>& images, int box_kind
             }
             p.max_abs_coord = kMaxBoxMultiples * std::min({p.ortho[0], p.ortho[1], p.ortho[2]});
         } else {
-            const TriclinicSetup s = setup_triclinic(m, rmax);
+            // the slab's in-plane r2: images up to sqrt(rmax^2 + h^2) in 3D can count
+            const double reach = box_kind == kTriclinicSlab && p.slab_w == 0.0
+                                     ? std::sqrt(rmax * rmax + p.slab_h * p.slab_h) : rmax;
+            const TriclinicSetup s = setup_triclinic(m, reach);
             for (int r = 0; r < 3; ++r)
                 for (int c = 0; c < 3; ++c) {
                     p.basis[3 * r + c] = s.a[r][c];
@@ -124,7 +141,7 @@ inline void parse_box(FrameProblem& p, std::vector<double>& images, int box_kind
             p.n_images = static_cast<int>(images.size() / 3);
         }
     } else if (box_kind != kNoBox) {
-        throw std::invalid_argument("box_kind: must be 0 (none), 1 (orthorhombic), 2 (triclinic) or 3 (orthorhombic, MDAnalysis brute-force arithmetic)");
+        throw std::invalid_argument("box_kind: must be 0 (none), 1 (orthorhombic), 2 (triclinic), 3 (orthorhombic, MDAnalysis brute-force arithmetic), 4 (orthorhombic slab) or 5 (triclinic slab)");
     }
 }
 

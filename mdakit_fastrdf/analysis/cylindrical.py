@@ -40,7 +40,7 @@ __all__ = ["DENSITIES", "CylindricalRDF"]
 DENSITIES = ("box", "cylinder")
 #: InterRDF keywords that have no meaning for one axis against the atoms.
 _NOT_TAKEN = ("exclusion_block", "exclude_same", "compound", "normalization_mode",
-              "backend", "normal", "g1", "g2")
+              "backend", "normal", "g1", "g2", "slab", "distance")
 
 
 def _check_origin(origin):

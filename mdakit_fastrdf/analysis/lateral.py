@@ -22,23 +22,58 @@ when it is tilted they are out of range as long as :math:`r_\mathrm{max} < h`, w
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
-from ..engine import NO_BOX, ORTHO
+from ..engine import NO_BOX, ORTHO, ORTHO_SLAB, TRICLINIC_SLAB, Box
 from .base import PairHistogramBase, frame_sum
 from .coords import prepare_coordinates
 from .declarations import Field, OutputSpec, Table, histogram_fields
 from .rdf import InterRDF
 
-__all__ = ["LateralRDF", "ring_areas"]
+__all__ = ["LateralRDF", "ring_areas", "slab_shell_volumes"]
 
 _AXES = {"x": 0, "y": 1, "z": 2}
+#: What a slab's pairs are binned at: the in-plane distance, or the 3D one
+SLAB_DISTANCES = ("lateral", "3d")
 
 
 def ring_areas(edges):
     r"""Areas :math:`\pi (r_{k+1}^2 - r_k^2)` of the rings between ``edges``."""
     edges = np.asarray(edges, dtype=np.float64)
     return np.pi * np.diff(edges * edges)
+
+
+def slab_shell_volumes(edges, h):
+    r"""Volumes of the spherical shells between ``edges`` cut to the slab :math:`|z| \le h`:
+    :math:`V(r_{k+1}) - V(r_k)` with :math:`V(R) = 2\pi (R^2 m - m^3/3)`,
+    :math:`m = \min(h, R)` (the ball of radius :math:`R` within the slab). For
+    :math:`r_k \ge h` this is the ring area times :math:`2h`."""
+    edges = np.asarray(edges, dtype=np.float64)
+    m = np.minimum(float(h), edges)
+    ball = 2.0 * np.pi * (edges * edges * m - m ** 3 / 3.0)
+    return np.diff(ball)
+
+
+def _check_slab(slab, distance):
+    """(h or None, w): the slab's half-thickness and the kernels' w (0 in-plane, 1 3D)."""
+    if not isinstance(distance, str) or distance not in SLAB_DISTANCES:
+        raise ValueError(f"distance must be one of {SLAB_DISTANCES}, got {distance!r}")
+    if slab is None:
+        if distance != "lateral":
+            raise ValueError(
+                f"distance={distance!r} bins 3D distances within a slab, and no slab is given: "
+                "give slab=h (the largest separation along the normal, Å), or use InterRDF "
+                "for 3D distances without one")
+        return None, 0.0
+    if isinstance(slab, bool) or not isinstance(slab, numbers.Real):
+        raise TypeError(f"slab must be a length in Å (the largest |Δz| of a pair along the "
+                        f"normal) or None, got {slab!r}")
+    if not (np.isfinite(slab) and slab > 0):
+        raise ValueError(f"slab must be a positive, finite length in Å (the largest |Δz| of a "
+                         f"pair along the normal), got {slab!r}")
+    return float(slab), 1.0 if distance == "3d" else 0.0
 
 
 def _check_normal(normal, name="normal"):
@@ -92,6 +127,17 @@ class LateralRDF(InterRDF):
         positions are projected onto the plane through the origin; with a box the plane
         would not be a lattice plane, so periodic images in it are not defined: a
         ValueError).
+    slab : float, optional
+        Keyword only. Count only the pairs whose separation along the normal (minimum image)
+        is at most `slab` Å, :math:`|\Delta z| \le h`: a slab of thickness :math:`2h`
+        around each atom of `g1` (maicos's ``dzheight``; GROMACS has no equivalent). None
+        (default): every pair, whatever its height. Each pair counts at its nearest periodic
+        image within the slab. Needs a box; normals as without a slab (``'z'`` in any box).
+        The condition is part of the compiled kernels' metric, on every device.
+    distance : {'lateral', '3d'}, optional
+        Keyword only. What a pair in the slab is binned at: its in-plane distance
+        (``'lateral'``, default) or its 3D distance (``'3d'``, maicos ``PDFPlanar``'s
+        choice; needs `slab`).
     device, precision, n_threads, method, compound, center, unwrap
         As in :class:`~mdakit_fastrdf.InterRDF` (keyword only).
 
@@ -130,6 +176,28 @@ class LateralRDF(InterRDF):
     distance (restrict the heights with the selections, e.g. one leaflet). A uniform layer
     gives :math:`g \to 1`.
 
+    **With a slab** (:math:`|\Delta z| \le h`, Δz the minimum-image separation along the
+    normal) the shells are the parts of the slab :math:`|z| \le h_f` around each atom of
+    `g1` within the bin, :math:`h_f = \min(h, H_f / 2)` in frame :math:`f` of height
+    :math:`H_f` along the normal (no image is further away), and the reference density is the
+    3D one, :math:`N_\mathrm{pairs} / \langle V \rangle`:
+
+    .. math::
+
+        g_\mathrm{rdf}(r_k) = \frac{n_k}{N_\mathrm{frames}\, \bar S_k\, N_\mathrm{pairs} /
+        \langle V \rangle}, \qquad
+        g_\mathrm{density}(r_k) = \frac{n_k}{N_\mathrm{frames}\, \bar S_k},
+
+    with :math:`\bar S_k` the frame average of :math:`A_k \cdot 2 h_f` (``distance='lateral'``:
+    rings of height :math:`2h_f`) or of the sphere's shell cut to the slab,
+    :math:`V(r_{k+1}) - V(r_k)`, :math:`V(R) = 2\pi(R^2 m - m^3/3)`, :math:`m = \min(h_f, R)`
+    (``distance='3d'``; :func:`slab_shell_volumes`). Both give :math:`g \to 1` in a uniform
+    fluid. maicos's ``PDFPlanar`` divides by :math:`A_k \cdot 2h` in every bin, which equals
+    :math:`\bar S_k` for :math:`r_k \ge h`; below :math:`h` its ring volume is larger than the
+    region its pairs come from. In single precision the slab's test is made on the float
+    separation against ``float(h)``; in double precision all in double (such frames skip the
+    float filter).
+
     The in-plane minimum image is exact when the box vectors spanning the plane are
     lattice vectors of it (see the module); with a box vector **c** tilted out of the
     normal, the range must stay below the box height :math:`h` along the normal, else
@@ -155,13 +223,22 @@ class LateralRDF(InterRDF):
     )
 
     def __init__(self, g1, g2, nbins=75, range=(0.0, 15.0), norm="rdf", exclusion_block=None,
-                 exclude_same=None, *, normal="z", **kwargs):
+                 exclude_same=None, *, normal="z", slab=None, distance="lateral", **kwargs):
         if kwargs.get("normalization_mode", "exact") != "exact":
             raise ValueError("LateralRDF takes normalization_mode='exact' only")
+        self._slab_h, self._slab_w = _check_slab(slab, distance)
         super().__init__(g1, g2, nbins=nbins, range=range, norm=norm,
                          exclusion_block=exclusion_block, exclude_same=exclude_same, **kwargs)
         self.normal_kind, self._normal = _check_normal(normal, self._normal_keyword)
         self.normal = normal if isinstance(normal, str) else tuple(float(x) for x in normal)
+        if self._slab_h is not None and self.normal_kind != "axis":
+            raise ValueError(
+                f"slab needs the {self._normal_keyword} along a box axis ('z' in any box, 'x' "
+                f"or 'y' in an orthorhombic one), got {self._normal_keyword}={self.normal!r}")
+        self.slab = self._slab_h
+        self.distance = distance
+        if self._slab_h is not None:  # the kernels' axes: the plane's two, then the normal
+            self._axes = [k for k in (0, 1, 2) if k != self._normal] + [self._normal]
 
     # -- per frame --------------------------------------------------------------------
     def _frame_rows(self):
@@ -196,7 +273,7 @@ class LateralRDF(InterRDF):
         w1 = area / float(np.linalg.norm(b))  # width across b, in the plane
         w2 = area / float(np.linalg.norm(a))
         tilted = bool(np.any(c[[i, j]] != 0.0))
-        if tilted and not self._rmax < height:
+        if tilted and self._slab_h is None and not self._rmax < height:
             raise ValueError(
                 f"range reaches rmax = {self._rmax:g} Å, not below the box height along the "
                 f"{key} ({height:.6g} Å in frame {self._ts.frame}), in a box whose third "
@@ -213,7 +290,22 @@ class LateralRDF(InterRDF):
         layout = self._layout_cache
         (_, _, n1, n2), = layout.segments
         box = prepare_coordinates("wrapped", box, coords, (n1, n2), self._rmax)
-        if self.normal_kind == "axis":
+        if self._slab_h is not None:
+            if box.kind == NO_BOX:
+                raise ValueError(
+                    f"slab needs a periodic orthorhombic box, and frame {self._ts.frame} has "
+                    "none: leave slab=None, or set the box")
+            # whole positions, the normal as the kernels' z (a triclinic box: 'z', _plane)
+            slab = (self._slab_h, self._slab_w)
+            if box.kind == ORTHO:
+                axes = self._axes
+                if axes != [0, 1, 2]:
+                    coords[:] = coords[:, axes]
+                lengths = np.diag(box.vectors32)[axes]
+                box = Box(ORTHO_SLAB, np.diag(lengths).astype(np.float32), slab)
+            else:
+                box = Box(TRICLINIC_SLAB, box.vectors32, slab)
+        elif self.normal_kind == "axis":
             coords[:, self._normal] = 0.0
         else:  # no box: project onto the plane through the origin (float64, then float32)
             p = coords.astype(np.float64)
@@ -226,7 +318,28 @@ class LateralRDF(InterRDF):
     def _mean_area(self):
         return frame_sum(self.results.frame_plane)[0] / self.n_frames
 
+    def _slab_shells(self):
+        """The mean over the frames of each bin's shell within the slab, Å³ (Notes)."""
+        plane = np.asarray(self.results.frame_plane, dtype=np.float64)
+        edges = self.results.edges
+        total = np.zeros(len(edges) - 1)
+        for height in np.unique(plane[:, 3]):  # the frames of each height alike
+            h = min(self._slab_h, height / 2)
+            shells = (ring_areas(edges) * 2 * h if self._slab_w == 0.0
+                      else slab_shell_volumes(edges, h))
+            total += shells * np.count_nonzero(plane[:, 3] == height)
+        return total / len(plane)
+
     def _normalised(self, count, n_pairs=1):
+        if self._slab_h is not None:
+            factor = self.n_frames
+            if self.norm in ("rdf", "density"):
+                factor = factor * self._slab_shells()
+            if self.norm == "rdf":
+                plane = np.asarray(self.results.frame_plane, dtype=np.float64)
+                volume = float(frame_sum(plane[:, 0] * plane[:, 3])) / self.n_frames
+                factor = factor * (n_pairs / volume)
+            return count / factor
         factor = self.n_frames
         if self.norm in ("rdf", "density"):
             factor = factor * ring_areas(self.results.edges)
@@ -265,7 +378,10 @@ class LateralRDF(InterRDF):
                 f"{half:.6g} Å.")
 
     def _output_parameters(self):
-        return {**super()._output_parameters(), "normal": self.normal}
+        out = {**super()._output_parameters(), "normal": self.normal}
+        if self._slab_h is not None:
+            out.update(slab=self._slab_h, distance=self.distance)
+        return out
 
     def _conclude_blocks(self):
         # the base's blocks, each normalised by _normalise, which gives the in-plane rho of

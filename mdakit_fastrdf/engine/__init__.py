@@ -37,6 +37,7 @@ except ImportError as exc:
 # needs nbins < 2^22, and every device accepts the same problems), the pair-finding methods,
 # the orders of the cell columns and the largest cells per cutoff.
 NO_BOX, ORTHO, TRICLINIC, ORTHO_SCALED = _cpu.NO_BOX, _cpu.ORTHO, _cpu.TRICLINIC, _cpu.ORTHO_SCALED
+ORTHO_SLAB, TRICLINIC_SLAB = _cpu.ORTHO_SLAB, _cpu.TRICLINIC_SLAB
 MAX_BINS = _cpu.MAX_BINS
 _METHODS = tuple(_cpu.METHODS)
 _CELL_ORDERS = tuple(_cpu.CELL_ORDERS)
@@ -292,17 +293,31 @@ def validate_n_threads(n_threads):
 class Box:
     """A periodic box prepared for the kernels.
 
-    ``kind`` is 0 (none), 1 (orthorhombic), 2 (triclinic) or 3 (orthorhombic with the
-    arithmetic of MDAnalysis's brute-force search, see ``geometry.hpp``); ``vectors32`` are
-    MDAnalysis's float32 box vectors (rows) and ``vectors`` the same values in float64.
+    ``kind`` is 0 (none), 1 (orthorhombic), 2 (triclinic), 3 (orthorhombic with the
+    arithmetic of MDAnalysis's brute-force search, see ``geometry.hpp``), 4 or 5
+    (orthorhombic or triclinic with a slab condition, ``OrthoSlabBox`` and
+    ``TriclinicBox<T, true, true>``: a pair counts at its nearest image whose z component
+    lies in ``[-h, h]``, at its in-plane distance for ``w = 0`` or its 3D distance for
+    ``w = 1``; ``slab = (h, w)``); ``vectors32`` are MDAnalysis's float32 box vectors (rows)
+    and ``vectors`` the same values in float64.
     """
 
     kind: int
     vectors32: np.ndarray | None = None
+    slab: tuple | None = None
 
     @property
     def vectors(self):
         return None if self.vectors32 is None else self.vectors32.astype(np.float64)
+
+    @property
+    def kernel_array(self):
+        """The box as the kernels take it: the float64 vectors, and for the slab box a
+        fourth row ``(h, w, 0)``."""
+        if self.kind not in (ORTHO_SLAB, TRICLINIC_SLAB):
+            return self.vectors
+        h, w = self.slab
+        return np.vstack([self.vectors, [float(h), float(w), 0.0]])
 
 
 def prepare_box(dimensions) -> Box:
@@ -525,7 +540,7 @@ class Engine:
         if self._impl is None:
             self._impl = self._make_impl(offsets, pairs)
         self._impl.accumulate(
-            coords, offsets, pairs, edges, box.kind, box.vectors, labels, out,
+            coords, offsets, pairs, edges, box.kind, box.kernel_array, labels, out,
             self.precision == "double",
         )
 

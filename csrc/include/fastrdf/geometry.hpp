@@ -30,7 +30,12 @@
 
 namespace fastrdf {
 
-enum BoxKind : int { kNoBox = 0, kOrtho = 1, kTriclinic = 2, kOrthoScaled = 3 };
+enum BoxKind : int { kNoBox = 0, kOrtho = 1, kTriclinic = 2, kOrthoScaled = 3, kOrthoSlab = 4, kTriclinicSlab = 5 };
+
+// Box kinds whose lattice is a triclinic reduced basis (the slab one too).
+inline bool is_triclinic_kind(int kind) { return kind == kTriclinic || kind == kTriclinicSlab; }
+// Box kinds with a slab condition (OrthoSlabBox, TriclinicBox<T, true, true>).
+inline bool is_slab_kind(int kind) { return kind == kOrthoSlab || kind == kTriclinicSlab; }
 
 // Round to nearest, ties to even: (x + M) - M with M = 1.5 * 2^(digits - 1), for |x| < 2^22
 // in float and 2^51 in double (the callers keep coordinates within 2^20 box widths of the
@@ -157,6 +162,45 @@ struct OrthoBox : AxisImage<OrthoBox<T>, T> {
     }
 };
 
+// Orthorhombic box with a slab condition (LateralRDF's slab, docs/design.rst, section "The
+// slab metric"): the minimum image of OrthoBox, then a pair counts only when the component of
+// its image along z (the plane's normal; the host permutes the axes so that it is z) lies in
+// [-h, h]; its r2 is then the in-plane x^2 + y^2 (w = 0) or the whole x^2 + y^2 + z^2 (w = 1),
+// and +inf (out of every range) otherwise. w * z is exactly z or 0, so the r2 is norm2's, the
+// same sum as OrthoBox (w = 1) or as in-plane positions (w = 0) give. Only norm() differs
+// from OrthoBox (a type of its own, so that no overload or type test meant for OrthoBox -
+// the GPU's per-axis and dense paths - takes it): every image path of every kernel reaches
+// the r2 through reduce/norm.
+template <typename T>
+FASTRDF_HD T slab_norm2(T x, T y, T z, T h, T w) {
+    const T r2 = norm2(x, y, w * z);
+    return (z <= h) & (z >= -h) ? r2 : static_cast<T>(INFINITY);
+}
+
+template <typename T>
+struct OrthoSlabBox : AxisImage<OrthoSlabBox<T>, T> {
+    T l[3];
+    T inv[3];
+    T h;  // largest |z| of a pair's image
+    T w;  // 0: in-plane r2, 1: 3D r2
+    FASTRDF_HD T axis_index(int c, T d) const { return nint(d * inv[c]); }
+    FASTRDF_HD T axis_shift(int c, T n) const { return l[c] * n; }
+    FASTRDF_HD void index(T dx, T dy, T dz, T (&n)[3]) const {
+        n[0] = axis_index(0, dx);
+        n[1] = axis_index(1, dy);
+        n[2] = axis_index(2, dz);
+    }
+    FASTRDF_HD void shift(const T (&n)[3], T (&s)[3]) const {
+        s[0] = axis_shift(0, n[0]);
+        s[1] = axis_shift(1, n[1]);
+        s[2] = axis_shift(2, n[2]);
+    }
+    FASTRDF_HD T norm(T x, T y, T z) const { return slab_norm2(x, y, z, h, w); }
+    FASTRDF_HD T reduce(T dx, T dy, T dz, const T (&s)[3]) const {
+        return norm(dx - s[0], dy - s[1], dz - s[2]);
+    }
+};
+
 // Round half away from zero (C's round()), written with selects so that it vectorises.
 template <typename T>
 FASTRDF_HD T round_half_away(T x) {
@@ -196,12 +240,18 @@ struct OrthoBoxScaled : AxisImage<OrthoBoxScaled<T>, T> {
 // f[k] (f[k] . a[l] = delta_kl). d -> d - sum_k nint(f[k].d) a[k] moves d into the centred
 // cell; with MultiImage, norm() takes the least r2 over the extra images the host listed
 // (box_setup.hpp; see docs/design.rst, section "Extra images of a triclinic box").
-template <typename T, bool MultiImage>
-struct TriclinicBox : PeriodicImage<TriclinicBox<T, MultiImage>, T> {
+// Slab (with MultiImage): the slab metric of OrthoSlabBox on every image, the least r2 over
+// the images in the slab |z| <= h (MDAnalysis's a and b lie in the xy plane, so z is the
+// plane's normal); the host lists the images up to sqrt(rmax^2 + h^2) (w = 0) or rmax (w = 1).
+template <typename T, bool MultiImage, bool Slab = false>
+struct TriclinicBox : PeriodicImage<TriclinicBox<T, MultiImage, Slab>, T> {
+    static_assert(!Slab || MultiImage, "the slab metric takes its images in norm()");
     T a[3][3];
     T f[3][3];
     const T* images = nullptr;  // 3 * n_images lattice vectors (x, y, z), zero vector excluded
     int n_images = 0;
+    T h = 0;  // Slab: as in OrthoSlabBox
+    T w = 0;
 
     // index k of d from the coefficients c = f[k] (kept in registers by a caller that wants
     // one index only: the same rounding as index())
@@ -220,6 +270,14 @@ struct TriclinicBox : PeriodicImage<TriclinicBox<T, MultiImage>, T> {
     }
     // r2 of a displacement in the centred cell: the least over the extra images too
     FASTRDF_HD T norm(T x, T y, T z) const {
+        if constexpr (Slab) {
+            T best = slab_norm2(x, y, z, h, w);
+            for (int m = 0; m < n_images; ++m) {
+                const T d2 = slab_norm2(x - images[3 * m], y - images[3 * m + 1], z - images[3 * m + 2], h, w);
+                best = d2 < best ? d2 : best;
+            }
+            return best;
+        }
         T best = norm2(x, y, z);
         if (MultiImage) {
             for (int m = 0; m < n_images; ++m) {
@@ -281,8 +339,16 @@ struct TriclinicBox : PeriodicImage<TriclinicBox<T, MultiImage>, T> {
 
 template <class Box>
 constexpr bool is_triclinic = false;
-template <typename T, bool M>
-constexpr bool is_triclinic<TriclinicBox<T, M>> = true;
+template <typename T, bool M, bool S>
+constexpr bool is_triclinic<TriclinicBox<T, M, S>> = true;
+
+// The boxes with a slab condition (OrthoSlabBox, TriclinicBox<T, true, true>)
+template <class Box>
+constexpr bool is_slab = false;
+template <typename T>
+constexpr bool is_slab<OrthoSlabBox<T>> = true;
+template <typename T>
+constexpr bool is_slab<TriclinicBox<T, true, true>> = true;
 
 // Triclinic boxes whose norm() takes the least over extra images: the CPU row loops take the
 // images one by one across a row's pairs instead (histogram.cpp, sites.cpp), so that they
@@ -290,7 +356,7 @@ constexpr bool is_triclinic<TriclinicBox<T, M>> = true;
 template <class Box>
 constexpr bool has_extra_images = false;
 template <typename T>
-constexpr bool has_extra_images<TriclinicBox<T, true>> = true;
+constexpr bool has_extra_images<TriclinicBox<T, true, false>> = true;
 
 // Boxes with norm() (OrthoBox, TriclinicBox): reduce(d, s) is norm(d - s), so a shift of 0
 // for every pair of a chunk leaves norm(d), the no-box arithmetic (plus a triclinic box's

@@ -88,6 +88,8 @@ struct FrameProblem {
     float ortho_inv32[3] = {0, 0, 0}; // float(1 / L), for kOrthoScaled (set by the caller: a
                                       // float round trip in one expression can be folded away
                                       // by GCC 12's SLP vectoriser)
+    double slab_h = 0.0;              // slab kinds: largest |z| of a pair's image (Å)
+    double slab_w = 0.0;              // slab kinds: 0 in-plane r2, 1 3D r2 (OrthoSlabBox)
     double basis[9] = {0};            // triclinic reduced basis (rows)
     double reciprocal[9] = {0};       // triclinic reciprocal vectors (rows)
     const double* images = nullptr;   // triclinic extra images (3 * n_images)
@@ -185,9 +187,9 @@ struct FrameImages {
 inline void image_coefficients(const FrameProblem& p, double (&f)[3][3]) {
     for (int k = 0; k < 3; ++k)
         for (int c = 0; c < 3; ++c) f[k][c] = 0.0;
-    if (p.box_kind == kOrtho || p.box_kind == kOrthoScaled) {
+    if (p.box_kind == kOrtho || p.box_kind == kOrthoScaled || p.box_kind == kOrthoSlab) {
         for (int c = 0; c < 3; ++c) f[c][c] = 1.0 / p.ortho[c];
-    } else if (p.box_kind == kTriclinic) {
+    } else if (is_triclinic_kind(p.box_kind)) {
         for (int k = 0; k < 3; ++k)
             for (int c = 0; c < 3; ++c) f[k][c] = p.reciprocal[3 * k + c];
     }
@@ -299,6 +301,9 @@ struct FilterArithmetic {
 inline double double_filter_delta(const FrameProblem& p, const FrameImages& fi,
                                   const FilterArithmetic& arith = FilterArithmetic{}) {
     constexpr double u = 0x1p-24;
+    // the slab's own decision |z| <= h is not bounded by the filter: those frames run all in
+    // double (docs/design.rst, section "The slab metric")
+    if (is_slab_kind(p.box_kind)) return -1.0;
     const double rmin = p.edges[0], rmax = p.edges[p.nbins];
     const double norm = p.nbins / (rmax - rmin);
     const double rabs = std::max(std::fabs(rmin), std::fabs(rmax));
@@ -355,9 +360,20 @@ OrthoBoxScaled<T> make_ortho_scaled(const FrameProblem& p) {
     }
     return box;
 }
-template <typename T, bool Multi>
-TriclinicBox<T, Multi> make_triclinic(const FrameProblem& p, const T* images_t) {
-    TriclinicBox<T, Multi> box;
+template <typename T>
+OrthoSlabBox<T> make_ortho_slab(const FrameProblem& p) {
+    OrthoSlabBox<T> box;
+    for (int c = 0; c < 3; ++c) {
+        box.l[c] = static_cast<T>(p.ortho[c]);
+        box.inv[c] = static_cast<T>(1.0 / p.ortho[c]);
+    }
+    box.h = static_cast<T>(p.slab_h);
+    box.w = static_cast<T>(p.slab_w);
+    return box;
+}
+template <typename T, bool Multi, bool Slab = false>
+TriclinicBox<T, Multi, Slab> make_triclinic(const FrameProblem& p, const T* images_t) {
+    TriclinicBox<T, Multi, Slab> box;
     for (int r = 0; r < 3; ++r)
         for (int c = 0; c < 3; ++c) {
             box.a[r][c] = static_cast<T>(p.basis[3 * r + c]);
@@ -367,19 +383,35 @@ TriclinicBox<T, Multi> make_triclinic(const FrameProblem& p, const T* images_t) 
         box.images = images_t;
         box.n_images = p.n_images;
     }
+    if (Slab) {
+        box.h = static_cast<T>(p.slab_h);
+        box.w = static_cast<T>(p.slab_w);
+    }
     return box;
 }
 
 // Calls f(box...) with the box object of the frame's kind in each precision Ts (one argument
 // per precision, the same box kind); images: the triclinic extra images in each precision.
-template <class F, typename... Ts>
+// Slab: whether f is instantiated for the slab box (kernels without it, the float filter and
+// the site histograms, throw for that kind; the callers never send it there).
+template <bool Slab = true, class F, typename... Ts>
 void with_boxes(const FrameProblem& p, F&& f, const Ts*... images) {
-    if (p.box_kind == kNoBox)
+    if (p.box_kind == kNoBox) {
         f(NoBox<Ts>{}...);
-    else if (p.box_kind == kOrtho)
+    } else if (p.box_kind == kOrtho) {
         f(make_ortho<Ts>(p)...);
-    else if (p.box_kind == kOrthoScaled)
+    } else if (p.box_kind == kOrthoScaled) {
         f(make_ortho_scaled<Ts>(p)...);
+    } else if (is_slab_kind(p.box_kind)) {
+        if constexpr (Slab) {
+            if (p.box_kind == kOrthoSlab)
+                f(make_ortho_slab<Ts>(p)...);
+            else
+                f(make_triclinic<Ts, true, true>(p, images)...);
+        } else {
+            throw std::invalid_argument("box_kind: the slab boxes have no kernel of this kind");
+        }
+    }
     else if (p.n_images == 0)
         f(make_triclinic<Ts, false>(p, images)...);
     else
@@ -387,9 +419,9 @@ void with_boxes(const FrameProblem& p, F&& f, const Ts*... images) {
 }
 
 // Calls f(box) with the box object of the frame's kind, in precision T.
-template <typename T, class F>
+template <typename T, bool Slab = true, class F>
 void with_box(const FrameProblem& p, const T* images_t, F&& f) {
-    with_boxes(p, std::forward<F>(f), images_t);
+    with_boxes<Slab>(p, std::forward<F>(f), images_t);
 }
 
 // The i == j pairs of a species with itself: distance exactly 0, excluded by any label.
