@@ -255,3 +255,19 @@ def test_gpu_counts_equal_the_cpu(distance, method):
         np.testing.assert_array_equal(_counts(gpu), _counts(cpu))
         if precision == "double":
             np.testing.assert_array_equal(_counts(gpu), ref)
+
+
+@pytest.mark.parametrize("box", ["hexagonal", "tilted", "ortho"])
+@pytest.mark.parametrize("distance", ["lateral", "3d"])
+def test_cell_lists_with_several_cells_per_axis(box, distance):
+    """Enough atoms for a grid of several cells along every axis, a thin slab (the cells
+    along the normal shrink to it): exact counts in double precision."""
+    dims = BOXES[box] * np.array([1.6, 1.6, 1.6, 1, 1, 1])
+    u = _universe(dims, n=420, n_frames=1, seed=7)
+    g1, g2 = u.atoms[:170], u.atoms[170:]
+    edges = reference_edges(30, (0.0, 7.0))
+    ref = slab_reference(g1.positions, g2.positions, dims, edges, 0.8, 2, distance)
+    r = LateralRDF(g1, g2, nbins=30, range=(0.0, 7.0), slab=0.8, distance=distance,
+                   precision="double", method="cells").run()
+    np.testing.assert_array_equal(_counts(r), ref)
+    assert r._engine.last_method == "cells"

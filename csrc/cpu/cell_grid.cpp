@@ -164,18 +164,26 @@ CellPlan plan_cells(const FrameProblem& p, int k, int order, const double lo[3],
             }
             scale = std::max(scale, w[d]);
         }
-        // Far above the float32 rounding of coordinates and distances (~1e-7 of scale). The
-        // triclinic slab box with the in-plane r2: a counted pair's image lies within
-        // sqrt(rmax^2 + h^2) in 3D.
-        const double r3 = p.box_kind == kTriclinicSlab && p.slab_w == 0.0
-                              ? std::sqrt(rmax * rmax + p.slab_h * p.slab_h) : rmax;
-        const double reach = r3 + 1e-5 * scale + 1e-6;
-        // The orthorhombic slab box (OrthoSlabBox): a counted pair's image has |z| <= h (and,
-        // with the 3D r2, |z| <= rmax), so the cells along z need only reach that far.
-        double reach_d[3] = {reach, reach, reach};
-        if (p.box_kind == kOrthoSlab) {
+        // Far above the float32 rounding of coordinates and distances (~1e-7 of scale).
+        const double margin = 1e-5 * scale + 1e-6;
+        double reach_d[3] = {rmax + margin, rmax + margin, rmax + margin};
+        if (is_slab_kind(p.box_kind)) {
+            // A counted pair's image d has |d_xy| <= rmax and |d_z| <= hz (with the 3D r2 also
+            // |d| <= rmax): along the unit normal u_d of the cells' faces (f_d / |f_d|) it spans
+            // |u_d . d| <= |u_xy| rmax + |u_z| hz, so the cells need only reach that far (along
+            // z of an orthorhombic box: hz; in the plane: rmax).
             const double hz = p.slab_w == 1.0 ? std::min(p.slab_h, rmax) : p.slab_h;
-            reach_d[2] = hz + 1e-5 * scale + 1e-6;
+            for (int d = 0; d < 3; ++d) {
+                double u[3] = {0.0, 0.0, 0.0};
+                if (is_triclinic_kind(p.box_kind)) {
+                    for (int c = 0; c < 3; ++c) u[c] = p.reciprocal[3 * d + c] * w[d];
+                } else {
+                    u[d] = 1.0;
+                }
+                double span = std::sqrt(u[0] * u[0] + u[1] * u[1]) * rmax + std::fabs(u[2]) * hz;
+                if (p.slab_w == 1.0) span = std::min(span, rmax);
+                reach_d[d] = span + margin;
+            }
         }
         double n[3];
         for (int d = 0; d < 3; ++d) n[d] = std::max(1.0, std::floor(pl.k * w[d] / reach_d[d]));

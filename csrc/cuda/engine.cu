@@ -899,13 +899,13 @@ struct Histogrammer::Impl {
         } else if (use_cells) {
             if (n_cell_tasks > 0)
                 with_rule<T, false>(bin, [&](const auto& rule) {
-                    with_box<T>(p, dev_images, [&](const auto& box) {
+                    with_box<T, true, false>(p, dev_images, [&](const auto& box) {
                         launch_cells<T>(launch, ca, box, rule, labels, n_cell_tasks, compute);
                     });
                 });
         } else if (n_tasks > 0) {
             launch.rule = with_rule<T, true>(bin, [&](const auto& rule) {
-                with_box<T>(p, dev_images, [&](const auto& box) {
+                with_box<T, true, false>(p, dev_images, [&](const auto& box) {
                     launch_allpairs<T>(launch, a, box, rule, labels, n_tasks, compute);
                 });
             });

@@ -126,7 +126,8 @@ inline void parse_box(FrameProblem& p, std::vector<double>& images, int box_kind
             }
             p.max_abs_coord = kMaxBoxMultiples * std::min({p.ortho[0], p.ortho[1], p.ortho[2]});
         } else {
-            // the slab's in-plane r2: images up to sqrt(rmax^2 + h^2) in 3D can count
+            // the slab's in-plane r2: images up to sqrt(rmax^2 + h^2) in 3D can count (with
+            // rmax and h below half the box's widths, none besides the centred cell's)
             const double reach = box_kind == kTriclinicSlab && p.slab_w == 0.0
                                      ? std::sqrt(rmax * rmax + p.slab_h * p.slab_h) : rmax;
             const TriclinicSetup s = setup_triclinic(m, reach);

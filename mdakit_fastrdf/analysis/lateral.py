@@ -22,6 +22,7 @@ when it is tilted they are out of range as long as :math:`r_\mathrm{max} < h`, w
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -263,16 +264,15 @@ class LateralRDF(InterRDF):
                 "triclinic, and only its vectors a and b lie in a plane of the axes, the xy "
                 f"plane): use {key}='z', or a system whose plane is xy")
         # the two box vectors in the plane (a, b for z; orthorhombic for x, y), the third
+        # (scalar arithmetic: a few µs, where NumPy's cross product takes ~0.1 ms a frame)
         i, j = [k for k in range(3) if k != axis]
-        a, b, c = v[i], v[j], v[axis]
-        n = np.zeros(3)
-        n[axis] = 1.0
-        ab = np.cross(a, b)
-        area = float(abs(ab[axis]))
-        height = float(abs(c[axis]))
-        w1 = area / float(np.linalg.norm(b))  # width across b, in the plane
-        w2 = area / float(np.linalg.norm(a))
-        tilted = bool(np.any(c[[i, j]] != 0.0))
+        rows = v.tolist()
+        a, b, c = rows[i], rows[j], rows[axis]
+        area = abs(a[i] * b[j] - a[j] * b[i])  # the normal's component of a x b
+        height = abs(c[axis])
+        w1 = area / math.sqrt(b[0] * b[0] + b[1] * b[1] + b[2] * b[2])  # width across b
+        w2 = area / math.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
+        tilted = c[i] != 0.0 or c[j] != 0.0
         if tilted and self._slab_h is None and not self._rmax < height:
             raise ValueError(
                 f"range reaches rmax = {self._rmax:g} Å, not below the box height along the "

@@ -34,7 +34,7 @@ enum BoxKind : int { kNoBox = 0, kOrtho = 1, kTriclinic = 2, kOrthoScaled = 3, k
 
 // Box kinds whose lattice is a triclinic reduced basis (the slab one too).
 inline bool is_triclinic_kind(int kind) { return kind == kTriclinic || kind == kTriclinicSlab; }
-// Box kinds with a slab condition (OrthoSlabBox, TriclinicBox<T, true, true>).
+// Box kinds with a slab condition (OrthoSlabBox, TriclinicBox<T, M, true>).
 inline bool is_slab_kind(int kind) { return kind == kOrthoSlab || kind == kTriclinicSlab; }
 
 // Round to nearest, ties to even: (x + M) - M with M = 1.5 * 2^(digits - 1), for |x| < 2^22
@@ -240,12 +240,11 @@ struct OrthoBoxScaled : AxisImage<OrthoBoxScaled<T>, T> {
 // f[k] (f[k] . a[l] = delta_kl). d -> d - sum_k nint(f[k].d) a[k] moves d into the centred
 // cell; with MultiImage, norm() takes the least r2 over the extra images the host listed
 // (box_setup.hpp; see docs/design.rst, section "Extra images of a triclinic box").
-// Slab (with MultiImage): the slab metric of OrthoSlabBox on every image, the least r2 over
-// the images in the slab |z| <= h (MDAnalysis's a and b lie in the xy plane, so z is the
-// plane's normal); the host lists the images up to sqrt(rmax^2 + h^2) (w = 0) or rmax (w = 1).
+// Slab: the slab metric of OrthoSlabBox on every image, the least r2 over the images in the
+// slab |z| <= h (MDAnalysis's a and b lie in the xy plane, so z is the plane's normal); the
+// host lists the images up to sqrt(rmax^2 + h^2) (w = 0) or rmax (w = 1).
 template <typename T, bool MultiImage, bool Slab = false>
 struct TriclinicBox : PeriodicImage<TriclinicBox<T, MultiImage, Slab>, T> {
-    static_assert(!Slab || MultiImage, "the slab metric takes its images in norm()");
     T a[3][3];
     T f[3][3];
     const T* images = nullptr;  // 3 * n_images lattice vectors (x, y, z), zero vector excluded
@@ -272,9 +271,11 @@ struct TriclinicBox : PeriodicImage<TriclinicBox<T, MultiImage, Slab>, T> {
     FASTRDF_HD T norm(T x, T y, T z) const {
         if constexpr (Slab) {
             T best = slab_norm2(x, y, z, h, w);
-            for (int m = 0; m < n_images; ++m) {
-                const T d2 = slab_norm2(x - images[3 * m], y - images[3 * m + 1], z - images[3 * m + 2], h, w);
-                best = d2 < best ? d2 : best;
+            if (MultiImage) {
+                for (int m = 0; m < n_images; ++m) {
+                    const T d2 = slab_norm2(x - images[3 * m], y - images[3 * m + 1], z - images[3 * m + 2], h, w);
+                    best = d2 < best ? d2 : best;
+                }
             }
             return best;
         }
@@ -347,8 +348,8 @@ template <class Box>
 constexpr bool is_slab = false;
 template <typename T>
 constexpr bool is_slab<OrthoSlabBox<T>> = true;
-template <typename T>
-constexpr bool is_slab<TriclinicBox<T, true, true>> = true;
+template <typename T, bool M>
+constexpr bool is_slab<TriclinicBox<T, M, true>> = true;
 
 // Triclinic boxes whose norm() takes the least over extra images: the CPU row loops take the
 // images one by one across a row's pairs instead (histogram.cpp, sites.cpp), so that they

@@ -383,7 +383,7 @@ TriclinicBox<T, Multi, Slab> make_triclinic(const FrameProblem& p, const T* imag
         box.images = images_t;
         box.n_images = p.n_images;
     }
-    if (Slab) {
+    if constexpr (Slab) {
         box.h = static_cast<T>(p.slab_h);
         box.w = static_cast<T>(p.slab_w);
     }
@@ -392,9 +392,12 @@ TriclinicBox<T, Multi, Slab> make_triclinic(const FrameProblem& p, const T* imag
 
 // Calls f(box...) with the box object of the frame's kind in each precision Ts (one argument
 // per precision, the same box kind); images: the triclinic extra images in each precision.
-// Slab: whether f is instantiated for the slab box (kernels without it, the float filter and
-// the site histograms, throw for that kind; the callers never send it there).
-template <bool Slab = true, class F, typename... Ts>
+// Slab: whether f is instantiated for the slab boxes (kernels without them, the float filter
+// and the site histograms, throw for those kinds; the callers never send them there).
+// SlabNoImages: a triclinic slab frame without extra images gets TriclinicBox<T, false, true>
+// (the CPU, whose row loops then vectorise), else always TriclinicBox<T, true, true> (the GPU:
+// a loop of no iterations costs it nothing, and a kernel variant less is build time saved).
+template <bool Slab = true, bool SlabNoImages = true, class F, typename... Ts>
 void with_boxes(const FrameProblem& p, F&& f, const Ts*... images) {
     if (p.box_kind == kNoBox) {
         f(NoBox<Ts>{}...);
@@ -404,10 +407,16 @@ void with_boxes(const FrameProblem& p, F&& f, const Ts*... images) {
         f(make_ortho_scaled<Ts>(p)...);
     } else if (is_slab_kind(p.box_kind)) {
         if constexpr (Slab) {
-            if (p.box_kind == kOrthoSlab)
+            if (p.box_kind == kOrthoSlab) {
                 f(make_ortho_slab<Ts>(p)...);
-            else
+            } else if (p.n_images == 0) {
+                if constexpr (SlabNoImages)
+                    f(make_triclinic<Ts, false, true>(p, images)...);
+                else
+                    f(make_triclinic<Ts, true, true>(p, images)...);
+            } else {
                 f(make_triclinic<Ts, true, true>(p, images)...);
+            }
         } else {
             throw std::invalid_argument("box_kind: the slab boxes have no kernel of this kind");
         }
@@ -419,9 +428,9 @@ void with_boxes(const FrameProblem& p, F&& f, const Ts*... images) {
 }
 
 // Calls f(box) with the box object of the frame's kind, in precision T.
-template <typename T, bool Slab = true, class F>
+template <typename T, bool Slab = true, bool SlabNoImages = true, class F>
 void with_box(const FrameProblem& p, const T* images_t, F&& f) {
-    with_boxes<Slab>(p, std::forward<F>(f), images_t);
+    with_boxes<Slab, SlabNoImages>(p, std::forward<F>(f), images_t);
 }
 
 // The i == j pairs of a species with itself: distance exactly 0, excluded by any label.
