@@ -464,6 +464,31 @@ def test_lateral(tmp_path, capsys):
     assert "--finite-size cannot be combined with --lateral" in capsys.readouterr().err
 
 
+def test_slab(tmp_path, capsys):
+    """--lateral z --slab 1.5 --slab-distance 3d: LateralRDF's slab numbers; a slab without
+    --lateral is an error naming the fix."""
+    import MDAnalysis as mda
+    from MDAnalysisTests.datafiles import GRO_MEMPROT, XTC_MEMPROT
+
+    from mdakit_fastrdf import LateralRDF
+
+    assert main([GRO_MEMPROT, XTC_MEMPROT, "-s1", "name P", "--lateral", "z", "--slab", "1.5",
+                 "--slab-distance", "3d", "--range", "0", "25", "--nbins", "50", "--stop",
+                 "2", "--no-progress", "-o", str(tmp_path / "slab.npz")]) == 0
+    capsys.readouterr()
+    data = mdakit_fastrdf.load(tmp_path / "slab.npz")
+    u = mda.Universe(GRO_MEMPROT, XTC_MEMPROT)
+    p = u.select_atoms("name P")
+    ref = LateralRDF(p, p, nbins=50, range=(0.0, 25.0), exclusion_block=(1, 1), slab=1.5,
+                     distance="3d").run(stop=2)
+    np.testing.assert_array_equal(data.results.count, ref.results.count)
+    np.testing.assert_allclose(data.results.rdf, ref.results.rdf, rtol=1e-14)
+    assert data.results.count.sum() > 0
+    assert main([GRO_MEMPROT, "-s1", "name P", "--slab", "1.5", "-o",
+                 str(tmp_path / "x.npz")]) == 1
+    assert "--slab and --slab-distance need --lateral" in capsys.readouterr().err
+
+
 def test_compound_centres(tmp_path, capsys):
     """--compound residues --no-unwrap: InterRDF's compound= numbers; the summary counts
     centres."""

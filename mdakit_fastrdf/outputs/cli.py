@@ -164,6 +164,16 @@ def build_parser() -> argparse.ArgumentParser:
         "in-plane distances, ring areas and the in-plane box area in the normalisation, "
         "as gmx rdf -xy for z",
     )
+    sel.add_argument(
+        "--slab", type=float, default=None, metavar="H",
+        help="with --lateral: only the pairs whose separation along the normal is at most "
+        "H Å (a slab of thickness 2H around each atom; maicos PDFPlanar's dzheight)",
+    )
+    sel.add_argument(
+        "--slab-distance", choices=("lateral", "3d"), default="lateral",
+        help="with --slab: bin the in-plane distance (default) or the 3D distance (maicos "
+        "PDFPlanar's)",
+    )
     exclusion = sel.add_mutually_exclusive_group()
     exclusion.add_argument(
         "--exclusion-block", nargs=2, type=_positive_int, metavar=("A", "B"),
@@ -604,7 +614,10 @@ def run(args: argparse.Namespace) -> None:
                            "normalises by N_A N_B pairs; use --exclusion-block 1 1)")
         from mdakit_fastrdf import LateralRDF
 
-        rdf = LateralRDF(g1, g2, normal=args.lateral, **common)
+        rdf = LateralRDF(g1, g2, normal=args.lateral, slab=args.slab,
+                         distance=args.slab_distance, **common)
+    elif args.slab is not None or args.slab_distance != "lateral":
+        raise CLIError("--slab and --slab-distance need --lateral AXIS (the plane's normal)")
     else:
         rdf = InterRDF(g1, g2, normalization_mode="finite_size" if args.finite_size else "exact",
                        **common)
@@ -622,7 +635,7 @@ def run(args: argparse.Namespace) -> None:
     n_frames = rdf.n_frames
     rdf.save(args.output, metadata={"select1": args.select1, "select2": args.select2,
                                     "updating": bool(args.updating),
-                                    "lateral": args.lateral,
+                                    "lateral": args.lateral, "slab": args.slab,
                                     "command": PROG, "wall_s": round(wall, 6)})
     if args.plot is not None:
         write_plot(args.plot, rdf, args)

@@ -57,13 +57,13 @@ inline void extra_image_r2(const Box& box, const float* xs, const float* ys, con
         cx[j] = dx - (own ? s[0] : s0);
         cy[j] = dy - (own ? s[1] : s1);
         cz[j] = dz - (own ? s[2] : s2);
-        r2[j] = norm2(cx[j], cy[j], cz[j]);
+        r2[j] = box.metric(cx[j], cy[j], cz[j]);
     }
     for (int m = 0; m < box.n_images; ++m) {
         const T ix = box.images[3 * m], iy = box.images[3 * m + 1], iz = box.images[3 * m + 2];
 #pragma omp simd
         for (std::size_t j = 0; j < n; ++j) {
-            const T d2 = norm2(cx[j] - ix, cy[j] - iy, cz[j] - iz);
+            const T d2 = box.metric(cx[j] - ix, cy[j] - iy, cz[j] - iz);
             r2[j] = d2 < r2[j] ? d2 : r2[j];
         }
     }

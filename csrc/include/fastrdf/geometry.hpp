@@ -268,21 +268,18 @@ struct TriclinicBox : PeriodicImage<TriclinicBox<T, MultiImage, Slab>, T> {
         s[2] = n[0] * a[0][2] + n[1] * a[1][2] + n[2] * a[2][2];
     }
     // r2 of a displacement in the centred cell: the least over the extra images too
+    // r2 of one image: norm2, or the slab metric (slab_norm2)
+    FASTRDF_HD T metric(T x, T y, T z) const {
+        if constexpr (Slab)
+            return slab_norm2(x, y, z, h, w);
+        else
+            return norm2(x, y, z);
+    }
     FASTRDF_HD T norm(T x, T y, T z) const {
-        if constexpr (Slab) {
-            T best = slab_norm2(x, y, z, h, w);
-            if (MultiImage) {
-                for (int m = 0; m < n_images; ++m) {
-                    const T d2 = slab_norm2(x - images[3 * m], y - images[3 * m + 1], z - images[3 * m + 2], h, w);
-                    best = d2 < best ? d2 : best;
-                }
-            }
-            return best;
-        }
-        T best = norm2(x, y, z);
+        T best = metric(x, y, z);
         if (MultiImage) {
             for (int m = 0; m < n_images; ++m) {
-                const T d2 = norm2(x - images[3 * m], y - images[3 * m + 1], z - images[3 * m + 2]);
+                const T d2 = metric(x - images[3 * m], y - images[3 * m + 1], z - images[3 * m + 2]);
                 best = d2 < best ? d2 : best;
             }
         }
@@ -356,8 +353,8 @@ constexpr bool is_slab<TriclinicBox<T, M, true>> = true;
 // vectorise; the same r2 bit for bit.
 template <class Box>
 constexpr bool has_extra_images = false;
-template <typename T>
-constexpr bool has_extra_images<TriclinicBox<T, true, false>> = true;
+template <typename T, bool S>
+constexpr bool has_extra_images<TriclinicBox<T, true, S>> = true;
 
 // Boxes with norm() (OrthoBox, TriclinicBox): reduce(d, s) is norm(d - s), so a shift of 0
 // for every pair of a chunk leaves norm(d), the no-box arithmetic (plus a triclinic box's
