@@ -234,12 +234,18 @@ def test_which_rdf_page_code_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     blocks = [b for b in code_blocks(page.read_text(encoding="utf-8"), page.name)
               if b.language == "python" and "LateralRDF(" in b.code]
-    assert len(blocks) == 1
+    assert len(blocks) == 2  # the membrane, then pairs within a slab
     namespace = {"__name__": "__docs__"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        exec(compile(few_frames(blocks[0].code), str(page), "exec"), namespace)  # noqa: S102
+        for block in blocks:
+            exec(compile(few_frames(block.code), str(page), "exec"), namespace)  # noqa: S102
     both, leaflet, rdf3d = namespace["both"], namespace["leaflet"], namespace["rdf3d"]
+    # the slab keeps a subset of the pairs, 3D distances of pairs in the slab are no shorter
+    # than their in-plane ones
+    thin, planar = namespace["thin"], namespace["planar"]
+    assert np.all(thin.results.count <= both.results.count)
+    assert 0 < planar.results.count.sum() < thin.results.count.sum()
     far = both.results.bins > 15.0
     assert abs(both.results.rdf[far].mean() - 1.0) < 0.1
     assert abs(leaflet.results.rdf[far].mean() - 1.0) < 0.15
