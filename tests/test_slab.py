@@ -232,7 +232,7 @@ def test_no_box_and_a_triclinic_normal_other_than_z_are_refused():
         LateralRDF(u.atoms[:10], u.atoms[10:], slab=1.0, normal="x").run()
     coords = random_positions_in_box(np.random.default_rng(0), 30, DIMS)
     u = make_universe(coords, None)
-    with pytest.raises(ValueError, match="slab needs a periodic orthorhombic box"):
+    with pytest.raises(ValueError, match="slab needs a periodic box, and frame 0 has none"):
         LateralRDF(u.atoms[:10], u.atoms[10:], slab=1.0, norm="density").run()
 
 
@@ -271,3 +271,25 @@ def test_cell_lists_with_several_cells_per_axis(box, distance):
                    precision="double", method="cells").run()
     np.testing.assert_array_equal(_counts(r), ref)
     assert r._engine.last_method == "cells"
+
+
+def test_updating_layer():
+    """A layer of g1 that changes every frame (an UpdatingAtomGroup, maicos's layers) against
+    every atom, pairs of one residue excluded: the counts are the brute force of each
+    frame's layer, summed."""
+    u = _universe(BOXES["hexagonal"], n=120, n_frames=4, seed=11)
+    layer = u.select_atoms("prop z >= 10 and prop z < 16", updating=True)
+    edges = reference_edges(30, (0.0, 9.0))
+    r = LateralRDF(layer, u.atoms, nbins=30, range=(0.0, 9.0), slab=1.5, distance="3d",
+                   exclude_same="residue", precision="double").run()
+    ref = np.zeros(30, np.int64)
+    for ts in u.trajectory:
+        z = u.atoms.positions[:, 2]
+        inside = (z >= 10) & (z < 16)
+        resid = u.atoms.resindices
+        for i in np.nonzero(inside)[0]:  # each atom of the layer, other residues' atoms
+            others = np.nonzero(resid != resid[i])[0]
+            ref += slab_reference(u.atoms.positions[[i]], u.atoms.positions[others],
+                                  BOXES["hexagonal"], edges, 1.5, 2, "3d")
+    np.testing.assert_array_equal(_counts(r), ref)
+    assert ref.sum() > 0

@@ -18,6 +18,12 @@ images with :math:`n_c = 0` are the in-plane lattice; those with :math:`n_c \ne 
 least :math:`h` away. When **c** is perpendicular to the plane they are never the nearest;
 when it is tilted they are out of range as long as :math:`r_\mathrm{max} < h`, which
 :meth:`LateralRDF.run` checks in every frame.
+
+With a slab (``slab=h``) the positions reach the kernels whole instead, with the normal as
+their z axis, and the box types of the slab (``OrthoSlabBox``, ``TriclinicBox<T, M, true>``
+in ``geometry.hpp``) count each pair at its nearest image whose normal component is at most
+:math:`h`; in a triclinic box they take every image that can count, so no tilt restricts
+the range (docs/design.rst, "The slab metric").
 """
 
 from __future__ import annotations
@@ -150,7 +156,9 @@ class LateralRDF(InterRDF):
         Sum over the frames of the box's area in the plane, Å² (``norm='rdf'``).
     results.rho : numpy.ndarray
         ``(2,)``: the frame-averaged in-plane number densities of `g1` and `g2`,
-        :math:`N_X / \langle A \rangle` in Å⁻² (with a box).
+        :math:`N_X / \langle A \rangle` in Å⁻² (with a box; also with a slab, whose
+        ``norm='rdf'`` divides by the 3D density :math:`N_\mathrm{pairs} / \langle V
+        \rangle` instead, Notes).
     results.frame_plane : numpy.ndarray
         ``(n_frames, 4)``: each frame's in-plane area, the two in-plane widths of the
         box (Å) and its height along the normal (Å); NaN without a box.
@@ -293,8 +301,8 @@ class LateralRDF(InterRDF):
         if self._slab_h is not None:
             if box.kind == NO_BOX:
                 raise ValueError(
-                    f"slab needs a periodic orthorhombic box, and frame {self._ts.frame} has "
-                    "none: leave slab=None, or set the box")
+                    f"slab needs a periodic box, and frame {self._ts.frame} has none: leave "
+                    "slab=None, or set the box")
             # whole positions, the normal as the kernels' z (a triclinic box: 'z', _plane)
             slab = (self._slab_h, self._slab_w)
             if box.kind == ORTHO:
