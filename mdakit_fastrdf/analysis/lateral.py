@@ -331,11 +331,12 @@ class LateralRDF(InterRDF):
         plane = np.asarray(self.results.frame_plane, dtype=np.float64)
         edges = self.results.edges
         total = np.zeros(len(edges) - 1)
-        for height in np.unique(plane[:, 3]):  # the frames of each height alike
-            h = min(self._slab_h, height / 2)
+        # h_f = min(h, H_f / 2): one value for every frame whose box is at least 2h high
+        h_f = np.minimum(self._slab_h, plane[:, 3] / 2)
+        for h in np.unique(h_f):  # the frames of each h_f alike
             shells = (ring_areas(edges) * 2 * h if self._slab_w == 0.0
                       else slab_shell_volumes(edges, h))
-            total += shells * np.count_nonzero(plane[:, 3] == height)
+            total += shells * np.count_nonzero(h_f == h)
         return total / len(plane)
 
     def _normalised(self, count, n_pairs=1):

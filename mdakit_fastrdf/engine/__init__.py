@@ -316,8 +316,10 @@ class Box:
         fourth row ``(h, w, 0)``."""
         if self.kind not in (ORTHO_SLAB, TRICLINIC_SLAB):
             return self.vectors
-        h, w = self.slab
-        return np.vstack([self.vectors, [float(h), float(w), 0.0]])
+        out = np.zeros((4, 3))
+        out[:3] = self.vectors32
+        out[3, :2] = self.slab
+        return out
 
 
 def prepare_box(dimensions) -> Box:
