@@ -136,13 +136,30 @@ struct AxisImage : PeriodicImage<Box, T> {
     }
 };
 
+// The slab metric (LateralRDF's slab, docs/design.rst, section "The slab metric"): a pair's
+// image counts only when its z component (the plane's normal; the host makes it z) lies in
+// [-h, h]; its r2 is then the in-plane x^2 + y^2 (w = 0) or the whole x^2 + y^2 + z^2
+// (w = 1), and +inf (out of every range) otherwise. w * z is exactly z or 0, so the r2 is
+// norm2's, the same sum as the 3D r2 (w = 1) or as in-plane positions (w = 0) give.
+template <typename T>
+FASTRDF_HD T slab_norm2(T x, T y, T z, T h, T w) {
+    const T r2 = norm2(x, y, w * z);
+    return (z <= h) & (z >= -h) ? r2 : static_cast<T>(INFINITY);
+}
+
 // Orthorhombic box: the per-axis minimum image is exact for any separation.
 // axis_reduced(c, d): component c of the minimum image of d, as dist2 computes it (the GPU
 // kernels take it for one axis alone: benchmarks/NOTES.md, GPU item 17).
-template <typename T>
-struct OrthoBox : AxisImage<OrthoBox<T>, T> {
+// Slab: the slab metric (slab_norm2) instead of norm2 in norm(); OrthoBox and OrthoSlabBox
+// below are the two, distinct types, so that the GPU's per-axis and dense paths, which test
+// for OrthoBox by type, never take the slab. Every image path of every kernel reaches the r2
+// through reduce/norm.
+template <typename T, bool Slab>
+struct OrthoLattice : AxisImage<OrthoLattice<T, Slab>, T> {
     T l[3];
     T inv[3];
+    T h = 0;  // Slab: largest |z| of a pair's image
+    T w = 0;  // Slab: 0 in-plane r2, 1 3D r2
     FASTRDF_HD T axis_index(int c, T d) const { return nint(d * inv[c]); }
     FASTRDF_HD T axis_shift(int c, T n) const { return l[c] * n; }
     FASTRDF_HD T axis_reduced(int c, T d) const { return d - axis_shift(c, axis_index(c, d)); }
@@ -156,50 +173,20 @@ struct OrthoBox : AxisImage<OrthoBox<T>, T> {
         s[1] = axis_shift(1, n[1]);
         s[2] = axis_shift(2, n[2]);
     }
-    FASTRDF_HD T norm(T x, T y, T z) const { return norm2(x, y, z); }
+    FASTRDF_HD T norm(T x, T y, T z) const {
+        if constexpr (Slab)
+            return slab_norm2(x, y, z, h, w);
+        else
+            return norm2(x, y, z);
+    }
     FASTRDF_HD T reduce(T dx, T dy, T dz, const T (&s)[3]) const {
         return norm(dx - s[0], dy - s[1], dz - s[2]);
     }
 };
-
-// Orthorhombic box with a slab condition (LateralRDF's slab, docs/design.rst, section "The
-// slab metric"): the minimum image of OrthoBox, then a pair counts only when the component of
-// its image along z (the plane's normal; the host permutes the axes so that it is z) lies in
-// [-h, h]; its r2 is then the in-plane x^2 + y^2 (w = 0) or the whole x^2 + y^2 + z^2 (w = 1),
-// and +inf (out of every range) otherwise. w * z is exactly z or 0, so the r2 is norm2's, the
-// same sum as OrthoBox (w = 1) or as in-plane positions (w = 0) give. Only norm() differs
-// from OrthoBox (a type of its own, so that no overload or type test meant for OrthoBox -
-// the GPU's per-axis and dense paths - takes it): every image path of every kernel reaches
-// the r2 through reduce/norm.
 template <typename T>
-FASTRDF_HD T slab_norm2(T x, T y, T z, T h, T w) {
-    const T r2 = norm2(x, y, w * z);
-    return (z <= h) & (z >= -h) ? r2 : static_cast<T>(INFINITY);
-}
-
+using OrthoBox = OrthoLattice<T, false>;
 template <typename T>
-struct OrthoSlabBox : AxisImage<OrthoSlabBox<T>, T> {
-    T l[3];
-    T inv[3];
-    T h;  // largest |z| of a pair's image
-    T w;  // 0: in-plane r2, 1: 3D r2
-    FASTRDF_HD T axis_index(int c, T d) const { return nint(d * inv[c]); }
-    FASTRDF_HD T axis_shift(int c, T n) const { return l[c] * n; }
-    FASTRDF_HD void index(T dx, T dy, T dz, T (&n)[3]) const {
-        n[0] = axis_index(0, dx);
-        n[1] = axis_index(1, dy);
-        n[2] = axis_index(2, dz);
-    }
-    FASTRDF_HD void shift(const T (&n)[3], T (&s)[3]) const {
-        s[0] = axis_shift(0, n[0]);
-        s[1] = axis_shift(1, n[1]);
-        s[2] = axis_shift(2, n[2]);
-    }
-    FASTRDF_HD T norm(T x, T y, T z) const { return slab_norm2(x, y, z, h, w); }
-    FASTRDF_HD T reduce(T dx, T dy, T dz, const T (&s)[3]) const {
-        return norm(dx - s[0], dy - s[1], dz - s[2]);
-    }
-};
+using OrthoSlabBox = OrthoLattice<T, true>;
 
 // Round half away from zero (C's round()), written with selects so that it vectorises.
 template <typename T>
@@ -339,14 +326,6 @@ template <class Box>
 constexpr bool is_triclinic = false;
 template <typename T, bool M, bool S>
 constexpr bool is_triclinic<TriclinicBox<T, M, S>> = true;
-
-// The boxes with a slab condition (OrthoSlabBox, TriclinicBox<T, true, true>)
-template <class Box>
-constexpr bool is_slab = false;
-template <typename T>
-constexpr bool is_slab<OrthoSlabBox<T>> = true;
-template <typename T, bool M>
-constexpr bool is_slab<TriclinicBox<T, M, true>> = true;
 
 // Triclinic boxes whose norm() takes the least over extra images: the CPU row loops take the
 // images one by one across a row's pairs instead (histogram.cpp, sites.cpp), so that they

@@ -342,12 +342,16 @@ inline double double_filter_delta(const FrameProblem& p, const FrameImages& fi,
 
 // The box object of each kind in precision T, from the frame's box (images_t: the triclinic
 // extra images in T, 3 * p.n_images values, device or host).
-template <typename T>
-OrthoBox<T> make_ortho(const FrameProblem& p) {
-    OrthoBox<T> box;
+template <typename T, bool Slab = false>
+OrthoLattice<T, Slab> make_ortho(const FrameProblem& p) {
+    OrthoLattice<T, Slab> box;
     for (int c = 0; c < 3; ++c) {
         box.l[c] = static_cast<T>(p.ortho[c]);
         box.inv[c] = static_cast<T>(1.0 / p.ortho[c]);
+    }
+    if constexpr (Slab) {
+        box.h = static_cast<T>(p.slab_h);
+        box.w = static_cast<T>(p.slab_w);
     }
     return box;
 }
@@ -358,17 +362,6 @@ OrthoBoxScaled<T> make_ortho_scaled(const FrameProblem& p) {
         box.l[c] = static_cast<T>(p.ortho[c]);
         box.inv[c] = static_cast<T>(p.ortho_inv32[c]);
     }
-    return box;
-}
-template <typename T>
-OrthoSlabBox<T> make_ortho_slab(const FrameProblem& p) {
-    OrthoSlabBox<T> box;
-    for (int c = 0; c < 3; ++c) {
-        box.l[c] = static_cast<T>(p.ortho[c]);
-        box.inv[c] = static_cast<T>(1.0 / p.ortho[c]);
-    }
-    box.h = static_cast<T>(p.slab_h);
-    box.w = static_cast<T>(p.slab_w);
     return box;
 }
 template <typename T, bool Multi, bool Slab = false>
@@ -408,7 +401,7 @@ void with_boxes(const FrameProblem& p, F&& f, const Ts*... images) {
     } else if (is_slab_kind(p.box_kind)) {
         if constexpr (Slab) {
             if (p.box_kind == kOrthoSlab) {
-                f(make_ortho_slab<Ts>(p)...);
+                f(make_ortho<Ts, true>(p)...);
             } else if (p.n_images == 0) {
                 if constexpr (SlabNoImages)
                     f(make_triclinic<Ts, false, true>(p, images)...);
