@@ -86,8 +86,9 @@ def shell_volumes(edges):
 
 
 def histogram_edges(nbins, rng):
-    """``numpy.histogram``'s edges (as MDAnalysis builds them) and the bin centres."""
-    _, edges = np.histogram([-1], bins=nbins, range=rng)
+    """``numpy.histogram``'s edges (as MDAnalysis builds them) and the bin centres
+    (``numpy.histogram_bin_edges``: the same function of NumPy computes both)."""
+    edges = np.histogram_bin_edges([-1], bins=nbins, range=rng)
     return edges, 0.5 * (edges[:-1] + edges[1:])
 
 
@@ -498,6 +499,8 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
         res = self.results
         if "frame_index" not in res:
             return
+        if np.all(res.frame_index[1:] > res.frame_index[:-1]):  # in order (a serial run)
+            return
         order = np.argsort(res.frame_index, kind="stable")
         res.frame_index = np.ascontiguousarray(res.frame_index[order])
         for name in self._frame_rows():
@@ -748,17 +751,18 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
         """MemoryError, before anything is allocated, when the histograms of this worker do
         not fit in the available memory: the uint64 counts and `result_arrays` float64
         arrays of ``n_pairs x nbins``, and on the CPU the kernel's per-thread uint32
-        histograms (``threads x n_pairs x (nbins + 16)``)."""
-        avail = available_memory_bytes()
-        if avail is None:
-            return
+        histograms (``threads x n_pairs x (nbins + 16)``). Under 1 MiB in all the system's
+        memory is not read (~25 µs a run)."""
         results = (1 + result_arrays) * 8 * n_pairs * nbins
         threads = 0
         if not str(self.device).startswith("cuda"):
             threads = self._worker_threads or available_cpus()
         workspace = 4 * threads * n_pairs * (nbins + 16)
         need = results + workspace
-        if need > avail:
+        if need < 2**20:
+            return
+        avail = available_memory_bytes()
+        if avail is not None and need > avail:
             detail = f"{results / 2**30:.2f} GiB of counts and results"
             if workspace:
                 detail += (f" and {workspace / 2**30:.2f} GiB of per-thread CPU histograms "

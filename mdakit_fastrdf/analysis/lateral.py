@@ -77,7 +77,7 @@ def _check_slab(slab, distance):
     if isinstance(slab, bool) or not isinstance(slab, numbers.Real):
         raise TypeError(f"slab must be a length in Å (the largest |Δz| of a pair along the "
                         f"normal) or None, got {slab!r}")
-    if not (np.isfinite(slab) and slab > 0):
+    if not (math.isfinite(slab) and slab > 0):
         raise ValueError(f"slab must be a positive, finite length in Å (the largest |Δz| of a "
                          f"pair along the normal), got {slab!r}")
     return float(slab), 1.0 if distance == "3d" else 0.0
@@ -333,10 +333,15 @@ class LateralRDF(InterRDF):
         total = np.zeros(len(edges) - 1)
         # h_f = min(h, H_f / 2): one value for every frame whose box is at least 2h high
         h_f = np.minimum(self._slab_h, plane[:, 3] / 2)
+
+        def shells(h):
+            return (ring_areas(edges) * 2 * h if self._slab_w == 0.0
+                    else slab_shell_volumes(edges, h))
+
+        if np.all(h_f == h_f[0]):  # the usual case: every box at least 2h high
+            return shells(h_f[0])
         for h in np.unique(h_f):  # the frames of each h_f alike
-            shells = (ring_areas(edges) * 2 * h if self._slab_w == 0.0
-                      else slab_shell_volumes(edges, h))
-            total += shells * np.count_nonzero(h_f == h)
+            total += shells(h) * np.count_nonzero(h_f == h)
         return total / len(plane)
 
     def _normalised(self, count, n_pairs=1):

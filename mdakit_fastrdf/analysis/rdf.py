@@ -668,13 +668,16 @@ class InterRDF(BoxStatistics, PairHistogramBase):
         xa, xb = self._exclusion_block or (None, None)
         same = (np.array_equal(self.g1.ix, self.g2.ix) and xa == xb
                 and self.compound[0] == self.compound[1])
+        labels = None
         if self._exclusion_block is not None:
-            la, lb = np.arange(n1) // xa, np.arange(n2) // xb
+            # the block numbers are the labels: 0 .. n1 / xa - 1 on both sides, every value
+            # present (_check_block_sizes), so they are already exclusion_labels' codes
+            la = np.arange(n1, dtype=np.int32) // np.int32(xa)
+            labels = la if same else np.concatenate(
+                [la, np.arange(n2, dtype=np.int32) // np.int32(xb)])
         elif self.exclude_same is not None:
             la, lb = getattr(self.g1, self.exclude_same), getattr(self.g2, self.exclude_same)
-        labels = (exclusion_labels(la, lb, same)
-                  if self._exclusion_block is not None or self.exclude_same is not None
-                  else None)
+            labels = exclusion_labels(la, lb, same)
         groups = [self.g1] if same else [self.g1, self.g2]
         pairs = [(0, 0)] if same else [(0, 1)]
         if not self._has_compounds():
