@@ -181,3 +181,80 @@ def test_bound_covers_the_float_error(kind, dims, unwrapped):
     assert 0 < bound < 0.1
     err = _replica_error(coords, (n1, n2), kind, edges, dims)
     assert err <= bound / 2, f"float error {err:.3g} bins above the bound {bound / 2:.3g}"
+
+
+# -- the slab (LateralRDF's slab=h): the float kernels flag the images near the slab's edge --
+ORTHO_SLAB, TRICLINIC_SLAB = 4, 5
+SLAB_DIMS = {ORTHO_SLAB: (26.0, 28.0, 30.0, 90.0, 90.0, 90.0),
+             TRICLINIC_SLAB: (27.0, 27.0, 30.0, 90.0, 90.0, 120.0)}
+
+
+def _slab_frame(rng, kind, h, n_edge=120, n_free=150, moved=0.3):
+    """Atoms of the box of `kind`: `n_free` at random (a fraction moved by up to one box
+    vectors), and `n_edge` pairs whose float32 z difference is h exactly or up to three float
+    steps either side (|dz| = h is in the slab, one step more is out), close in the plane."""
+    from MDAnalysis.lib.mdamath import triclinic_vectors
+
+    vectors = triclinic_vectors(np.asarray(SLAB_DIMS[kind], np.float32)).astype(np.float64)
+    free = (rng.random((n_free, 3)) @ vectors).astype(np.float32)
+    m = rng.random(n_free) < moved
+    free[m] = (free[m] + rng.integers(-1, 2, (int(m.sum()), 3)) @ vectors).astype(np.float32)
+    a = np.empty((n_edge, 3), np.float32)
+    a[:, :2] = rng.uniform(2.0, 20.0, (n_edge, 2))
+    a[:, 2] = rng.uniform(8.0, 15.9, n_edge).astype(np.float32)  # z in [8, 16): steps 2^-20
+    b = a.copy()
+    b[:, :2] += rng.uniform(-3.0, 3.0, (n_edge, 2)).astype(np.float32)
+    sign = np.where(rng.random(n_edge) < 0.5, -1.0, 1.0).astype(np.float32)
+    z = (a[:, 2] + sign * np.float32(h)).astype(np.float32)  # exact: h is a multiple of 2^-20
+    steps = rng.integers(-3, 4, n_edge)
+    for k in range(n_edge):
+        for _ in range(abs(int(steps[k]))):
+            z[k] = np.nextafter(z[k], np.float32(np.inf) if steps[k] * sign[k] > 0 else -np.inf)
+    b[:, 2] = z
+    assert np.any(np.abs((b[:, 2] - a[:, 2]).astype(np.float64)) == h)
+    coords = np.concatenate([free, a, b]).astype(np.float32)
+    box = np.zeros((4, 3))
+    box[:3] = triclinic_vectors(np.asarray(SLAB_DIMS[kind], np.float32))
+    return coords, box
+
+
+@pytest.mark.parametrize("kind", [ORTHO_SLAB, TRICLINIC_SLAB])
+@pytest.mark.parametrize("w, distance", [(0.0, "lateral"), (1.0, "3d")])
+@pytest.mark.parametrize("method", ["allpairs", "cells"])
+@pytest.mark.parametrize("h, rng_range, nbins", [(2.0, (0.0, 9.0), 90), (0.5, (0.0, 12.0), 400)])
+def test_slab_edge_pairs(kind, w, distance, method, h, rng_range, nbins):
+    """The slab's test |dz| <= h in double precision through the float filter: pairs whose
+    float32 z separation is h exactly or a few float steps either side, and random pairs
+    (some of them unwrapped), give the counts of a float64 NumPy brute force (test_slab's
+    reference: every lattice image, the slab applied per image) and of the all-double kernel;
+    the filter ran (a bound >= 0) and recomputed pairs in double."""
+    from test_slab import slab_reference
+
+    rng = np.random.default_rng(int(h * 10) + kind)
+    coords, box = _slab_frame(rng, kind, h)
+    box[3, :2] = (h, w)
+    edges = reference_edges(nbins, rng_range)
+    n = len(coords)
+    ref = slab_reference(coords, coords, SLAB_DIMS[kind], edges, h, 2, distance, same=True)
+
+    def run(scale, edges=edges):
+        hist = K.CpuHistogrammer(2, "", method, 0, "rowmajor")
+        hist._double_filter = scale
+        out = np.zeros((1, len(edges) - 1), np.uint64)
+        hist.accumulate(coords, np.array([0, n], np.int64), np.array([[0, 0]], np.int32),
+                        edges, kind, np.ascontiguousarray(box), None, out, True)
+        return out[0].astype(np.int64), hist.last_filter
+
+    filtered, (bound, settled) = run(1.0)
+    all_double, (bound0, _) = run(0.0)
+    np.testing.assert_array_equal(filtered, ref)
+    np.testing.assert_array_equal(all_double, ref)
+    assert bound >= 0 and bound0 < 0
+    # One bin over the range, whose ends no pair comes near: the pairs recomputed are those
+    # the slab's band flagged, every edge pair with |dz| = h exactly among them.
+    n_edge = 120
+    a, b = coords[-2 * n_edge:-n_edge], coords[-n_edge:]
+    dz = np.abs((b[:, 2] - a[:, 2]).astype(np.float64))
+    n_exact = int(np.count_nonzero(dz == h))
+    _, (_, settled_one) = run(1.0, np.array(rng_range, dtype=np.float64))
+    assert 5 <= n_exact <= settled_one <= n_edge + 10

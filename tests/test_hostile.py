@@ -11,6 +11,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import MDAnalysis as mda
 from conftest import brute_force_counts, make_universe, random_positions_in_box, reference_edges
@@ -388,3 +390,31 @@ def test_engine_rmax_far_beyond_a_triclinic_cell():
                      np.array([[0, 0]], np.int32), reference_edges(3, (0.0, 300.0)), box, None,
                      np.zeros((1, 3), np.uint64))
     assert isinstance(box, Box)
+
+
+@settings(max_examples=300, deadline=None)
+@given(lengths=st.tuples(*[st.floats(0.5, 500.0)] * 3),
+       angles=st.one_of(st.just((90.0, 90.0, 90.0)),
+                        st.tuples(*[st.one_of(st.just(90.0), st.floats(20.0, 160.0))] * 3)))
+def test_prepared_box_is_mdanalysis_box(lengths, angles):
+    """prepare_box's vectors and volume come from one ``triclinic_vectors`` call in float64:
+    they are MDAnalysis's ``triclinic_vectors`` (float32) and ``ts.volume``
+    (``box_volume``) bit for bit, and a box whose angles make no cell is a ValueError."""
+    from MDAnalysis.lib.mdamath import box_volume, triclinic_vectors
+
+    from mdakit_fastrdf import engine
+
+    dims = np.array([*lengths, *angles], dtype=np.float32)
+    engine._last_box = None  # not the box of an earlier example
+    reference = triclinic_vectors(dims)
+    if not np.any(reference):
+        with pytest.raises(ValueError, match="box"):
+            prepare_box(dims)
+        return
+    box = prepare_box(dims)
+    assert box.vectors32.dtype == np.float32
+    np.testing.assert_array_equal(box.vectors32, reference)
+    assert box.volume == box_volume(dims)
+    assert prepare_box(dims.copy()) is box  # the same box again: kept
+    with pytest.raises(ValueError):
+        box.vectors32[0, 0] = 1.0  # read-only: the kept box cannot be changed

@@ -212,7 +212,10 @@ inline int row_indices(const float* __restrict xs, const float* __restrict ys,
                     const T f0 = bin.coordinate(r);
                     const T f1 = f0 > T(-0.5) ? f0 : T(-0.5);
                     const T f = f1 < top ? f1 : top;
-                    const T g = std::fabs(f - nint(f));
+                    T g = std::fabs(f - nint(f));
+                    // the slab's band: an image near the slab's edge gives r2 = -1, r = NaN,
+                    // flagged as g = 0 (filter > 0)
+                    if constexpr (is_slab_box<Box>) g = r == r ? g : T(0);
                     const bool nr = (g < filter) & label_ok;
                     const uint32_t b = static_cast<uint32_t>(static_cast<int>(f));  // f >= -1/2
                     const uint32_t u = in ? b : static_cast<uint32_t>(nb + kk);
@@ -622,16 +625,30 @@ void run_single(const FrameProblem& p, Workspace& ws) {
 // else every pair in double.
 void run_double(const FrameProblem& p, Workspace& ws) {
     const Binning<double> bin = make_binning<double>(p, p.edges);
-    const double delta =
-        ws.double_filter > 0.0 ? ws.double_filter * double_filter_delta(p, frame_images(p)) : -1.0;
+    FrameImages fi;
+    double delta = -1.0, band = -1.0;
+    if (ws.double_filter > 0.0) {
+        fi = frame_images(p);
+        FilterArithmetic arith;
+        arith.slab = true;  // the float kernels flag the pairs near the slab's edge
+        delta = ws.double_filter * double_filter_delta(p, fi, arith);
+        if (is_slab_kind(p.box_kind) && delta >= 0.0) band = ws.double_filter * slab_filter_band(p, fi);
+    }
     ws.last_filter_delta = delta;
     if (delta >= 0.0) {
         const Binning<float> bin_f = make_binning<float>(p, float_edges(p, ws));
         // the bound rounded up to float: the test g < filter stays conservative
         const float filter = std::nextafter(static_cast<float>(delta), 1.0f);
-        with_boxes<false>(p, [&](const auto& box_f, const auto& box_d) {
+        const float band_f = std::nextafter(static_cast<float>(band), 1.0f);
+        with_boxes<true, true>(p, [&](const auto& box_f, const auto& box_d) {
             const Settle<std::decay_t<decltype(box_d)>> settle{box_d, bin};
-            run_box<float, false>(p, ws, box_f, bin_f, &settle, filter);
+            if constexpr (is_slab_box<std::decay_t<decltype(box_f)>>) {
+                auto banded = box_f;  // the float box flags the images near the slab's edge
+                banded.band = band_f;
+                run_box<float, false>(p, ws, banded, bin_f, &settle, filter);
+            } else {
+                run_box<float, false>(p, ws, box_f, bin_f, &settle, filter);
+            }
         }, ws.images_f.data(), p.images);
     } else {
         with_box<double>(p, p.images, [&](const auto& box) {

@@ -18,6 +18,7 @@ See "Adding an analysis" in the design page of the docs for a worked example.
 
 from __future__ import annotations
 
+import functools
 import numbers
 import os
 import warnings
@@ -85,10 +86,19 @@ def shell_volumes(edges):
     return 4 / 3 * np.pi * np.diff(vols)
 
 
+@functools.lru_cache(maxsize=64)
+def _bin_edges(nbins, rmin, rmax):
+    edges = np.histogram_bin_edges([-1], bins=nbins, range=(rmin, rmax))
+    edges.setflags(write=False)
+    return edges
+
+
 def histogram_edges(nbins, rng):
     """``numpy.histogram``'s edges (as MDAnalysis builds them) and the bin centres
-    (``numpy.histogram_bin_edges``: the same function of NumPy computes both)."""
-    edges = np.histogram_bin_edges([-1], bins=nbins, range=rng)
+    (``numpy.histogram_bin_edges``: the same function of NumPy computes both; kept for the
+    last few ranges, ~30-60 µs a run)."""
+    rmin, rmax = rng
+    edges = _bin_edges(nbins, rmin, rmax).copy()
     return edges, 0.5 * (edges[:-1] + edges[1:])
 
 

@@ -41,7 +41,7 @@ def box_widths(box: Box) -> np.ndarray:
     :class:`~mdakit_fastrdf.engine.Box` (the module docstring gives the formula), in
     float64 from its float32 vectors (scalar arithmetic: a few µs per box, where NumPy's
     cross products take 0.2 ms)."""
-    (ax, ay, az), (bx, by, bz), (cx, cy, cz) = box.vectors32.astype(np.float64).tolist()
+    (ax, ay, az), (bx, by, bz), (cx, cy, cz) = box.vectors32.tolist()  # exact Python floats
     if box.kind == ORTHO:
         return np.array([ax, by, cz])
     # the cross products b x c, c x a, a x b and the volume a . (b x c)
@@ -128,12 +128,12 @@ class BoxStatistics:
         # MDAnalysis checks the name against dir() on every assignment
         self.results.box_volume_cum = 0.0
         self.results.min_box_widths = np.full(3, np.inf)
+        self._min_widths = [math.inf] * 3  # the frames' minimum, stored at the end (_compute)
         self._volume_sum = 0.0
         self._box_seen = None  # (bytes of the box vectors, volume, widths) of the last box
 
     def _frame_box(self) -> Box:
         box = super()._frame_box()
-        res = self.results
         if box.kind == NO_BOX:
             self._volume_sum = math.nan
             return box
@@ -142,14 +142,16 @@ class BoxStatistics:
         if seen is None or seen[0] != key:
             # a new box: its volume (MDAnalysis's ts.volume, as volume_cum) and widths, kept
             # until the box changes
-            seen = self._box_seen = (key, self._ts.volume, box_widths(box))
-            np.minimum(res.min_box_widths, seen[2], out=res.min_box_widths)
+            volume = self._ts.volume if box.volume is None else box.volume
+            seen = self._box_seen = (key, volume, box_widths(box).tolist())
+            self._min_widths = [min(a, b) for a, b in zip(self._min_widths, seen[2])]
         self._volume_sum += seen[1]
         return box
 
     def _compute(self, *args, **kwargs):
         out = super()._compute(*args, **kwargs)
         self.results.box_volume_cum = float(self._volume_sum)
+        self.results.min_box_widths = np.array(self._min_widths, dtype=np.float64)
         return out
 
     def _block_lookup(self):

@@ -204,8 +204,10 @@ class LateralRDF(InterRDF):
     fluid. maicos's ``PDFPlanar`` divides by :math:`A_k \cdot 2h` in every bin, which equals
     :math:`\bar S_k` for :math:`r_k \ge h`; below :math:`h` its ring volume is larger than the
     region its pairs come from. In single precision the slab's test is made on the float
-    separation against ``float(h)``; in double precision all in double (such frames skip the
-    float filter).
+    separation against ``float(h)``; in double precision the CPU's float filter also flags
+    the pairs whose float separation lies within its proven bound of ``h`` and recomputes
+    them in double (the GPU runs slab frames all in double): the counts are those of the
+    all-double arithmetic either way.
 
     The in-plane minimum image is exact when the box vectors spanning the plane are
     lattice vectors of it (see the module); with a box vector **c** tilted out of the
@@ -265,7 +267,6 @@ class LateralRDF(InterRDF):
                 "its plane is not a lattice plane, so periodic images in it are not defined. "
                 f"Use {key}='x', 'y' or 'z' (rotate the system first if needed)")
         axis = self._normal
-        v = box.vectors32.astype(np.float64)
         if axis != 2 and box.kind != ORTHO:
             raise ValueError(
                 f"{key}={self.normal!r} needs an orthorhombic box (frame {self._ts.frame} is "
@@ -274,7 +275,7 @@ class LateralRDF(InterRDF):
         # the two box vectors in the plane (a, b for z; orthorhombic for x, y), the third
         # (scalar arithmetic: a few µs, where NumPy's cross product takes ~0.1 ms a frame)
         i, j = [k for k in range(3) if k != axis]
-        rows = v.tolist()
+        rows = box.vectors32.tolist()  # the float32 values as exact Python floats
         a, b, c = rows[i], rows[j], rows[axis]
         area = abs(a[i] * b[j] - a[j] * b[i])  # the normal's component of a x b
         height = abs(c[axis])

@@ -314,6 +314,8 @@ class Box:
     kind: int
     vectors32: np.ndarray | None = None
     slab: tuple | None = None
+    #: MDAnalysis's ``ts.volume`` of the box (``box_volume``), from :func:`prepare_box`
+    volume: float | None = None
 
     @property
     def vectors(self):
@@ -337,8 +339,12 @@ def prepare_box(dimensions) -> Box:
     ``None`` (or all zeros, MDAnalysis's "no box") gives no periodic boundaries. Lengths must be
     positive and finite, angles in (0, 180) degrees and together describe a cell of positive
     volume; otherwise a ValueError names the box. The box vectors are MDAnalysis's
-    ``triclinic_vectors`` of the float32 dimensions, read-only; the box of the last call is
-    kept, so a trajectory whose box does not change prepares it once.
+    ``triclinic_vectors`` of the float32 dimensions, read-only, and ``volume`` is MDAnalysis's
+    ``ts.volume`` (``box_volume``), both from one ``triclinic_vectors`` call in float64 (it
+    computes in float64 and rounds to the dtype asked for; ``box_volume`` multiplies the
+    three lengths of an orthorhombic box and the diagonal of the float64 vectors of another,
+    checked bit for bit in ``tests/test_hostile.py``). The box of the last call is kept, so a
+    trajectory whose box does not change prepares it once.
     """
     global _last_box
     if dimensions is None:
@@ -360,12 +366,18 @@ def prepare_box(dimensions) -> Box:
         raise ValueError(f"box: lengths must be positive, got {np.array(lengths)!r}")
     if min(angles) <= 0 or max(angles) >= 180:
         raise ValueError(f"box: angles must lie strictly between 0 and 180 degrees, got {np.array(angles)!r}")
-    vectors = triclinic_vectors(dims32)
-    if not np.any(vectors):
+    vectors64 = triclinic_vectors(dims32, dtype=np.float64)
+    if not np.any(vectors64):
         raise ValueError(f"box: the angles {np.array(angles)!r} do not describe a valid triclinic cell")
-    vectors = np.array(vectors, dtype=np.float32, order="C")
+    vectors = np.array(vectors64, dtype=np.float32, order="C")  # triclinic_vectors(dims32)
     vectors.setflags(write=False)
-    box = Box(ORTHO if angles == [90.0, 90.0, 90.0] else TRICLINIC, vectors)
+    if angles == [90.0, 90.0, 90.0]:
+        volume = lengths[0] * lengths[1] * lengths[2]
+        kind = ORTHO
+    else:
+        volume = float(vectors64[0, 0] * vectors64[1, 1] * vectors64[2, 2])
+        kind = TRICLINIC
+    box = Box(kind, vectors, volume=volume)
     _last_box = (key, box)
     return box
 

@@ -141,10 +141,22 @@ struct AxisImage : PeriodicImage<Box, T> {
 // [-h, h]; its r2 is then the in-plane x^2 + y^2 (w = 0) or the whole x^2 + y^2 + z^2
 // (w = 1), and +inf (out of every range) otherwise. w * z is exactly z or 0, so the r2 is
 // norm2's, the same sum as the 3D r2 (w = 1) or as in-plane positions (w = 0) give.
+// band (the CPU's double precision through the float filter, slab_filter_band in
+// kernel_api.hpp; 0 elsewhere): an image whose |z| lies within `band` of h gives -1, a value
+// no r2 takes, which every least over images keeps and the filter recomputes in double.
+// (|z| - h is exact by Sterbenz where it is below h / 2, and band < h / 4.) Device code
+// never has a band and omits the test.
 template <typename T>
-FASTRDF_HD T slab_norm2(T x, T y, T z, T h, T w) {
+FASTRDF_HD T slab_norm2(T x, T y, T z, T h, T w, T band) {
     const T r2 = norm2(x, y, w * z);
-    return (z <= h) & (z >= -h) ? r2 : static_cast<T>(INFINITY);
+    const T v = (z <= h) & (z >= -h) ? r2 : static_cast<T>(INFINITY);
+#if defined(__CUDA_ARCH__)
+    (void)band;
+    return v;
+#else
+    const T e = std::fabs(z) - h;
+    return (e < band) & (e > -band) ? T(-1) : v;
+#endif
 }
 
 // Orthorhombic box: the per-axis minimum image is exact for any separation.
@@ -160,6 +172,7 @@ struct OrthoLattice : AxisImage<OrthoLattice<T, Slab>, T> {
     T inv[3];
     T h = 0;  // Slab: largest |z| of a pair's image
     T w = 0;  // Slab: 0 in-plane r2, 1 3D r2
+    T band = 0;  // Slab: the float filter's band around h (slab_norm2)
     FASTRDF_HD T axis_index(int c, T d) const { return nint(d * inv[c]); }
     FASTRDF_HD T axis_shift(int c, T n) const { return l[c] * n; }
     FASTRDF_HD T axis_reduced(int c, T d) const { return d - axis_shift(c, axis_index(c, d)); }
@@ -175,7 +188,7 @@ struct OrthoLattice : AxisImage<OrthoLattice<T, Slab>, T> {
     }
     FASTRDF_HD T norm(T x, T y, T z) const {
         if constexpr (Slab)
-            return slab_norm2(x, y, z, h, w);
+            return slab_norm2(x, y, z, h, w, band);
         else
             return norm2(x, y, z);
     }
@@ -238,6 +251,7 @@ struct TriclinicBox : PeriodicImage<TriclinicBox<T, MultiImage, Slab>, T> {
     int n_images = 0;
     T h = 0;  // Slab: as in OrthoSlabBox
     T w = 0;
+    T band = 0;
 
     // index k of d from the coefficients c = f[k] (kept in registers by a caller that wants
     // one index only: the same rounding as index())
@@ -258,7 +272,7 @@ struct TriclinicBox : PeriodicImage<TriclinicBox<T, MultiImage, Slab>, T> {
     // r2 of one image: norm2, or the slab metric (slab_norm2)
     FASTRDF_HD T metric(T x, T y, T z) const {
         if constexpr (Slab)
-            return slab_norm2(x, y, z, h, w);
+            return slab_norm2(x, y, z, h, w, band);
         else
             return norm2(x, y, z);
     }
@@ -321,6 +335,14 @@ struct TriclinicBox : PeriodicImage<TriclinicBox<T, MultiImage, Slab>, T> {
         return double(f[k][0]) * double(x) + double(f[k][1]) * double(y) + double(f[k][2]) * double(z);
     }
 };
+
+// The boxes with the slab metric (slab_norm2).
+template <class Box>
+constexpr bool is_slab_box = false;
+template <typename T>
+constexpr bool is_slab_box<OrthoLattice<T, true>> = true;
+template <typename T, bool M>
+constexpr bool is_slab_box<TriclinicBox<T, M, true>> = true;
 
 template <class Box>
 constexpr bool is_triclinic = false;

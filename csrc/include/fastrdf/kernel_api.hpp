@@ -244,7 +244,7 @@ inline double shift_error(const FrameProblem& p, const FrameImages& fi) {
         m[k] = std::floor(fi.n[k]);
         if (!(m[k] <= 1024.0)) return -1.0;
     }
-    if (p.box_kind == kOrtho) {  // s_c = L_c n_c, one product
+    if (p.box_kind == kOrtho || p.box_kind == kOrthoSlab) {  // s_c = L_c n_c, one product
         double e2 = 0.0;
         for (int c = 0; c < 3; ++c) {
             const float l = static_cast<float>(p.ortho[c]);
@@ -258,7 +258,7 @@ inline double shift_error(const FrameProblem& p, const FrameImages& fi) {
         }
         return std::sqrt(e2);
     }
-    if (p.box_kind != kTriclinic) return -1.0;
+    if (!is_triclinic_kind(p.box_kind)) return -1.0;
     if ((2.0 * m[0] + 1.0) * (2.0 * m[1] + 1.0) * (2.0 * m[2] + 1.0) > 4096.0) return -1.0;
     float a32[3][3];
     double aabs = 0.0;  // sum_k floor(N_k) |a_k|_1
@@ -293,29 +293,25 @@ inline double shift_error(const FrameProblem& p, const FrameImages& fi) {
 // the CPU's fl(fl(r - rmin) norm32): norm32's rounding and the product's, with room; 2 the GPU
 // filter's fused r * norm32 from 0, whose only rounding is norm32's). See docs/design.rst,
 // section "The float filter's bound".
+// slab: whether the kernels flag the pairs near the slab's edge (slab_filter_band: the CPU);
+// without, slab frames run all in double.
 struct FilterArithmetic {
     double root_u = 1.0;
     double coord_u = 3.0;
+    bool slab = false;
 };
 
-inline double double_filter_delta(const FrameProblem& p, const FrameImages& fi,
-                                  const FilterArithmetic& arith = FilterArithmetic{}) {
+// Largest Euclidean distance between the float kernels' lattice shift and the exact one (the
+// tried shift_error, else the analytic 4u sum_k N_k |a_k|_1), and the largest extra image.
+inline double shift_bound(const FrameProblem& p, const FrameImages& fi, double& img_max) {
     constexpr double u = 0x1p-24;
-    // the slab's own decision |z| <= h is not bounded by the filter: those frames run all in
-    // double (docs/design.rst, section "The slab metric")
-    if (is_slab_kind(p.box_kind)) return -1.0;
-    const double rmin = p.edges[0], rmax = p.edges[p.nbins];
-    const double norm = p.nbins / (rmax - rmin);
-    const double rabs = std::max(std::fabs(rmin), std::fabs(rmax));
-    // float r2 of any pair stays finite (|d_c| <= 2 xmax)
-    if (!(fi.xmax < 1e15) || !(rabs < 1e15) || !std::isfinite(norm)) return -1.0;
     double img = 0.0;  // sum_k N_k |a_k|_1
-    double img_max = 0.0;
-    if (p.box_kind == kOrtho || p.box_kind == kOrthoScaled) {
+    img_max = 0.0;
+    if (p.box_kind == kOrtho || p.box_kind == kOrthoScaled || p.box_kind == kOrthoSlab) {
         // one product per component: L n off by <= 2u |n| L, and MDAnalysis's scaled form's
         // u |d_c| <= 2u N_c L_c
         for (int c = 0; c < 3; ++c) img += 0.5 * fi.n[c] * p.ortho[c];
-    } else if (p.box_kind == kTriclinic) {
+    } else if (is_triclinic_kind(p.box_kind)) {
         for (int k = 0; k < 3; ++k) {
             const double* a = p.basis + 3 * k;
             img += fi.n[k] * (std::fabs(a[0]) + std::fabs(a[1]) + std::fabs(a[2]));
@@ -325,15 +321,53 @@ inline double double_filter_delta(const FrameProblem& p, const FrameImages& fi,
             img_max = std::max(img_max, std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]));
         }
     }
+    const double e_try = shift_error(p, fi);
+    return e_try >= 0.0 ? e_try : 4.0 * u * img;
+}
+
+// The band of the slab test for double precision through the float filter (docs/design.rst,
+// section "The slab metric"): a bound, doubled, on the difference between the float kernel's
+// |z| of an image and the exact one, plus float(h)'s rounding; an image whose float |z| lies
+// within it of float(h) is flagged (slab_norm2) and its pair recomputed in double. -1 when
+// the frame has no slab, or the band would reach h / 4 (then the frame runs all in double).
+inline double slab_filter_band(const FrameProblem& p, const FrameImages& fi) {
+    constexpr double u = 0x1p-24;
+    if (!is_slab_kind(p.box_kind)) return -1.0;
+    const double h = p.slab_h;
+    if (!(h > 0.0) || !(h < 1e15) || !(fi.xmax < 1e15)) return -1.0;
+    double img_max = 0.0;
+    const double e_s = shift_bound(p, fi, img_max);
+    // the shift, the subtractions d - s and (extra images) d' - img at |z| ~ h, float(h),
+    // and double's own rounding
+    const double e_z = e_s + 6.0 * u * img_max + 4.0 * u * h + 8.0 * 0x1p-52 * (img_max + h) + 1e-18;
+    const double band = 2.0 * e_z;
+    return band < 0.25 * h ? band : -1.0;
+}
+
+inline double double_filter_delta(const FrameProblem& p, const FrameImages& fi,
+                                  const FilterArithmetic& arith = FilterArithmetic{}) {
+    constexpr double u = 0x1p-24;
+    // the slab's own decision |z| <= h: flagged by slab_filter_band's band where the kernels
+    // apply it (arith.slab, the CPU); elsewhere slab frames run all in double (docs/design.rst,
+    // section "The slab metric")
+    if (is_slab_kind(p.box_kind) && !(arith.slab && slab_filter_band(p, fi) >= 0.0)) return -1.0;
+    const double rmin = p.edges[0], rmax = p.edges[p.nbins];
+    const double norm = p.nbins / (rmax - rmin);
+    const double rabs = std::max(std::fabs(rmin), std::fabs(rmax));
+    // float r2 of any pair stays finite (|d_c| <= 2 xmax)
+    if (!(fi.xmax < 1e15) || !(rabs < 1e15) || !std::isfinite(norm)) return -1.0;
+    double img_max = 0.0;
     // the terms in r: sum of squares and root 2.6u, the image's subtractions sqrt(3) u
-    // (orthorhombic), 3 sqrt(3) u (MDAnalysis's scaled form), 2 sqrt(3) u (triclinic)
-    const double kr = p.box_kind == kNoBox ? 2.7 : p.box_kind == kOrtho ? 4.4 : p.box_kind == kOrthoScaled ? 7.9 : 6.2;
+    // (orthorhombic, its slab form), 3 sqrt(3) u (MDAnalysis's scaled form), 2 sqrt(3) u
+    // (triclinic, its slab form)
+    const double kr = p.box_kind == kNoBox ? 2.7
+                      : (p.box_kind == kOrtho || p.box_kind == kOrthoSlab) ? 4.4
+                      : p.box_kind == kOrthoScaled ? 7.9 : 6.2;
     // (a root less exact than the correctly rounded one adds its excess)
     const double kr_root = kr + std::max(arith.root_u - 1.0, 0.0);
     const double r = rabs + 1.0 / norm;
     // the shift: tried over the frame's image indices (shift_error), else the analytic 4u img
-    const double e_try = shift_error(p, fi);
-    const double e_shift = e_try >= 0.0 ? e_try : 4.0 * u * img;
+    const double e_shift = shift_bound(p, fi, img_max);
     const double e_r = e_shift + 6.0 * u * img_max + kr_root * u * r + 1e-18;
     const double delta = 2.0 * (norm * e_r + arith.coord_u * u * (p.nbins + 1.0) + u * std::fabs(rmin) * norm +
                                 8.0 * 0x1p-52 * rabs * norm + 1e-10 * (p.nbins + 1.0));
