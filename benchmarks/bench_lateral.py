@@ -29,10 +29,12 @@ Two systems:
 
 Times are process CPU time (all threads) per frame: ours the best of ``--repeat`` runs,
 maicos the best of ``--repeat-maicos`` (the film: one run, ~4 minutes a frame at 100k
-atoms on a 2-core EPYC). Bins: 0.25 Å from 0 to 25 Å (100 bins).
+atoms on a 2-core EPYC). On the membrane a last column gives the median (and range) of the
+ratios of ``--paired`` rounds of one maicos run followed by one of ours, which a drift of
+the machine's speed between the best-of columns does not skew. Bins: 0.25 Å from 0 to 25 Å (100 bins).
 
-    python benchmarks/bench_lateral.py [--repeat 5] [--repeat-maicos 3] [--atoms 100000]
-                                       [--dz 0.5] [--skip-film]
+    python benchmarks/bench_lateral.py [--repeat 5] [--repeat-maicos 3] [--paired 9]
+                                       [--atoms 100000] [--dz 0.5] [--skip-film]
 """
 
 from __future__ import annotations
@@ -90,8 +92,9 @@ def membrane(args):
     print("| dz (Å) | maicos PDFPlanar (ms/frame) | LateralRDF double (ms/frame) | "
           "LateralRDF single (ms/frame) | empty AnalysisBase run (ms/frame) | speed-up "
           "(double) | speed-up beyond the empty run | counts equal | pdf equal for r >= dz | "
-          "speed-up in wall time (double) |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          "speed-up in wall time (double) | speed-up (double), paired rounds: median "
+          "[min-max] |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for dz in (0.5, 2.0):
         def run_maicos():
             return maicos.PDFPlanar(p, p, pdf_bin_width=WIDTH, dzheight=dz, dmin=0.0,
@@ -107,6 +110,11 @@ def membrane(args):
         t_d, w_d, r = best_time(lambda: run_ours("double"), args.repeat)
         t_s, _, r_s = best_time(lambda: run_ours("single"), args.repeat)
         t_e = best_time(lambda: Empty(u.trajectory).run(), args.repeat)[0]
+        # paired rounds: maicos and ours one after the other, the ratio of each round (a
+        # drift of the machine's speed between the best-of columns does not enter it)
+        paired = []
+        for _ in range(args.paired):
+            paired.append(best_time(run_maicos, 1)[0] / best_time(lambda: run_ours("double"), 1)[0])
         mc, edges = maicos_counts(m, nf, dz)
         mc = mc[0]
         counts_equal = bool(np.abs(mc - np.rint(mc)).max() < 1e-6 and
@@ -120,7 +128,8 @@ def membrane(args):
                                      atol=0))
         print(f"| {dz:g} | {t_m / nf * 1e3:.2f} | {t_d / nf * 1e3:.2f} | {t_s / nf * 1e3:.2f} "
               f"| {t_e / nf * 1e3:.2f} | {t_m / t_d:.1f}x | {(t_m - t_e) / (t_d - t_e):.0f}x | "
-              f"{counts_equal} | {pdf_equal} | {w_m / w_d:.1f}x |", flush=True)
+              f"{counts_equal} | {pdf_equal} | {w_m / w_d:.1f}x | {np.median(paired):.1f}x "
+              f"[{min(paired):.1f}-{max(paired):.1f}] |", flush=True)
 
 
 def film_universe(n_atoms, seed=0):
@@ -205,6 +214,9 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--repeat-maicos", type=int, default=3)
     parser.add_argument("--repeat-maicos-film", type=int, default=1)
+    parser.add_argument("--paired", type=int, default=9,
+                        help="rounds of maicos then ours (double), one run each, for the "
+                             "median of their ratios")
     parser.add_argument("--atoms", type=int, default=100000)
     parser.add_argument("--dz", type=float, default=0.5)
     parser.add_argument("--skip-film", action="store_true")

@@ -6,9 +6,10 @@ orthorhombic, or hexagonal with the same area), one species with itself, 100 bin
 0-25 Å, slab h = ``--h`` Å, cell lists (``method='cells'``) and all pairs (on a subset of
 ``--allpairs-atoms`` atoms). Rows: the box without a slab (``Box(ORTHO)``, ``Box(TRICLINIC)``;
 every pair within r_max in 3D), and the slab boxes with the in-plane (w = 0) and 3D (w = 1)
-r^2 (fewer pairs: those within |dz| <= h). Both precisions; double precision without a slab
-takes the float filter, with a slab every pair in double (docs/design.rst, "The slab
-metric"). The counts of each row are summed into a checksum.
+r^2 (fewer pairs: those within |dz| <= h). Both precisions; double precision takes the
+float filter on the CPU (with a slab also the band around h) and, with a slab, every pair
+in double on a GPU (docs/design.rst, "The slab metric"). The counts of each row are summed
+into a checksum.
 
     python benchmarks/bench_slab.py [--device cpu|cuda] [--atoms 1000000] [--h 1.0]
 """

@@ -542,8 +542,11 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
             parallel backend gives the same blocks.
         """
         self._block_plan = None
-        n_total = len(self._setup_computation_groups(
-            1, start=start, stop=stop, step=step, frames=frames)[0])
+        if frames is None:  # the length of MDAnalysis's sliced trajectory, as it takes it
+            n_total = len(range(*self._trajectory.check_slice_indices(start, stop, step)))
+        else:
+            n_total = len(self._setup_computation_groups(
+                1, start=start, stop=stop, step=step, frames=frames)[0])
         if n_total == 0:
             raise ValueError(
                 f"start={start!r}, stop={stop!r}, step={step!r}, frames={frames!r} select no "

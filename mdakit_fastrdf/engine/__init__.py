@@ -354,7 +354,7 @@ def prepare_box(dimensions) -> Box:
     last = _last_box
     if last is not None and last[0] == key:
         return last[1]
-    values = np.asarray(dimensions, dtype=np.float64).tolist()  # Python floats: fast checks
+    values = dims32.tolist()  # the float32 values as exact Python floats: fast checks
     if not isinstance(values, list) or len(values) != 6 or isinstance(values[0], list):
         raise ValueError(f"box: dimensions must be [lx, ly, lz, alpha, beta, gamma], got {dimensions!r}")
     if not all(math.isfinite(v) for v in values):
@@ -367,7 +367,7 @@ def prepare_box(dimensions) -> Box:
     if min(angles) <= 0 or max(angles) >= 180:
         raise ValueError(f"box: angles must lie strictly between 0 and 180 degrees, got {np.array(angles)!r}")
     vectors64 = triclinic_vectors(dims32, dtype=np.float64)
-    if not np.any(vectors64):
+    if not vectors64[0, 0] > 0:  # zero vectors: MDAnalysis's answer to an impossible cell
         raise ValueError(f"box: the angles {np.array(angles)!r} do not describe a valid triclinic cell")
     vectors = np.array(vectors64, dtype=np.float32, order="C")  # triclinic_vectors(dims32)
     vectors.setflags(write=False)
