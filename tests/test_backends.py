@@ -233,7 +233,8 @@ def test_supported_backends_listed():
 def test_n_workers_twice_is_an_error(adk):
     ow = adk.select_atoms("name OW")[:100]
     with pytest.raises(ValueError, match="n_workers specified twice"):
-        InterRDF(ow, ow).run(backend=NodeBackend(cpu_workers=1), n_workers=3)
+        # (gpus=None: on a 2-GPU machine the plan would be 2 GPU + 1 CPU = 3 workers)
+        InterRDF(ow, ow).run(backend=NodeBackend(gpus=None, cpu_workers=1), n_workers=3)
 
 
 # -- failures ------------------------------------------------------------------------------

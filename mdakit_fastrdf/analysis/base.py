@@ -29,6 +29,7 @@ from MDAnalysis.analysis.base import AnalysisBase
 from MDAnalysis.analysis.results import Results, ResultsGroup
 
 from ..backends import ParallelAnalysisMixin, _private_progress_lock
+from ..backends.frames import PartCancelled, WorkerFrames
 from ..engine import (
     NO_BOX,
     Box,
@@ -189,41 +190,6 @@ def concatenate_parts(values):
     """Aggregate the workers' per-frame rows (ResultsGroup lookup): joined along axis 0
     (the base puts them in frame order afterwards)."""
     return np.concatenate([np.asarray(v) for v in values], axis=0)
-
-
-class _WorkerFrames:
-    """The frames of one part, read in order without MDAnalysis's closing rewind.
-
-    MDAnalysis's frame iterators read frame 0 again when they end (``rewind``), which in a
-    worker process is one wasted frame read per part. The user's Universe is not in the
-    worker, so its position there does not matter.
-    """
-
-    def __init__(self, trajectory, frames):
-        self._trajectory = trajectory
-        self.frames = tuple(int(f) for f in frames)
-
-    def __len__(self):
-        return len(self.frames)
-
-    def __iter__(self):
-        for frame in self.frames:
-            yield self._trajectory[frame]
-
-
-class _FedTimestep:
-    """What a compute worker fed by readers (:mod:`~mdakit_fastrdf.backends.feed`) knows of
-    a frame: its index, time, box and volume as the reader's Timestep had them. The frame's
-    rows come with it (``PairHistogramBase._fed_rows``); it has no positions."""
-
-    __slots__ = ("dimensions", "frame", "time", "volume")
-
-    def __init__(self, frame, time, dimensions, volume):
-        self.frame, self.time, self.dimensions, self.volume = frame, time, dimensions, volume
-
-    @property
-    def positions(self):
-        raise RuntimeError("a fed frame has no positions: its rows come from a reader")
 
 
 @dataclass
@@ -588,7 +554,7 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
         if (isinstance(slicer, np.ndarray)
                 and os.getpid() != getattr(self, "_run_pid", os.getpid())):
             feed = getattr(self, "_feed", None)
-            self._sliced_trajectory = (_WorkerFrames(self._trajectory, slicer) if feed is None
+            self._sliced_trajectory = (WorkerFrames(self._trajectory, slicer) if feed is None
                                        else feed.frames(self, slicer))
 
     def _compute(self, indexed_frames, verbose=None, *, progressbar_kwargs=None):
@@ -603,7 +569,12 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
                               else plan[np.asarray(indexed_frames, dtype=np.int64)[:, 0]])
         # A GPU engine queues frames asynchronously; collect its counts before the worker's
         # results are handed back.
-        super()._compute(indexed_frames, verbose=verbose, progressbar_kwargs=progressbar_kwargs)
+        try:
+            super()._compute(indexed_frames, verbose=verbose,
+                             progressbar_kwargs=progressbar_kwargs)
+        except PartCancelled:
+            self._synchronize()  # the frames queued on a GPU, before their arrays go
+            raise
         self._synchronize()
         if plan is not None:
             self._finish_blocks()

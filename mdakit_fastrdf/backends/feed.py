@@ -47,6 +47,8 @@ import uuid
 
 import numpy as np
 
+from .frames import FedTimestep, PartCancelled, check_cancelled
+
 __all__ = ["FeedClient", "Ring", "ring_directory"]
 
 #: float64 header of a slot: position, frame, time, has_box, dimensions (6), volume, the
@@ -124,12 +126,10 @@ class Ring:
         return None if k < 0 else int(k)
 
     def timestep(self, slot):
-        """(position, the frame's :class:`_FedTimestep`) of a written slot."""
-        from ..analysis.base import _FedTimestep  # (the analyses import the backends)
-
+        """(position, the frame's :class:`~.frames.FedTimestep`) of a written slot."""
         m = self._meta[slot]
         dims = np.array(m[4:10], dtype=np.float32) if m[3] else None
-        return int(m[0]), _FedTimestep(int(m[1]), float(m[2]), dims, np.float64(m[10]))
+        return int(m[0]), FedTimestep(int(m[1]), float(m[2]), dims, np.float64(m[10]))
 
     def unlink(self):
         """Remove the file (every process that maps it keeps its mapping)."""
@@ -157,7 +157,12 @@ class _FedFrames:
 
     def __iter__(self):
         client, analysis = self._client, self._analysis
-        for frame in self.frames:
+        for k, frame in enumerate(self.frames):
+            try:
+                check_cancelled()
+            except PartCancelled:
+                client.skip(self.frames[k:])  # (the readings already issued arrive)
+                raise
             ts, rows, kind = client.next_frame(frame)
             analysis._fed_rows, analysis._fed_box_kind = rows, kind
             try:
@@ -184,7 +189,7 @@ class FeedClient:
         kept (and their frames issued) for :meth:`next_message`.
     """
 
-    def __init__(self, rank, ring, tasks, filled, conn, preissued=0):
+    def __init__(self, rank, ring, tasks, filled, conn, preissued=0, lookahead=0):
         self.rank = rank
         self.ring = Ring(*ring)
         self.tasks, self.filled, self.conn = tasks, filled, conn
@@ -197,10 +202,15 @@ class FeedClient:
         self._current = None                 # the slot the analysis holds
         self.preissued = int(preissued)      # first frames the parent gave the readers
         self.wait_s = 0.0                    # time spent waiting for the readers
+        # frames known ahead under which the worker asks the parent for its next part
+        # ("more"), so that the readers read across the end of a part; 0: never asks
+        self.lookahead = int(lookahead)
+        self.asked = False
 
     # -- messages from the parent ---------------------------------------------------
     def _take(self, msg):
         if msg[0] == "part":
+            self.asked = False
             for f in np.asarray(msg[2])[:, 1]:
                 if self.preissued:  # the parent issued it while this worker started
                     self.issued.append((self.next_position, int(f)))
@@ -239,6 +249,39 @@ class FeedClient:
             self.next_position += 1
             self.issued.append((pos, frame))
             self.tasks.put((self.rank, pos % n, pos, frame))
+        if (self.lookahead and not self.asked
+                and len(self.issued) + len(self.unissued) < self.lookahead):
+            self.asked = True
+            self.conn.send(("more", self.rank))
+
+    def skip(self, frames):
+        """Drop the remaining `frames` of a cancelled part: the ones not yet given to the
+        readers are forgotten, the others are awaited and their slots released."""
+        frames = [int(f) for f in frames]
+        # the part's frames come next: the first m of the issued ones, then unissued ones
+        m = min(len(frames), len(self.issued))
+        if [f for _, f in list(self.issued)[:m]] != frames[:m]:
+            raise RuntimeError("feed: the frames to skip are not the next ones issued")
+        for f in frames[m:]:
+            if not self.unissued or self.unissued[0] != f:
+                raise RuntimeError(f"feed: cannot skip frame {f}: it is not the next one")
+            self.unissued.popleft()
+        for _ in range(m):
+            pos = self.issued[0][0]
+            self._await(pos)
+            self.arrived.discard(pos)
+            self.issued.popleft()
+            self._issue()
+
+    def _await(self, pos):
+        if pos not in self.arrived:
+            t0 = time.perf_counter()
+            while pos not in self.arrived:
+                try:
+                    self.arrived.add(self.filled.get(timeout=1.0))
+                except queue.Empty:
+                    self.poll()  # keep taking the parent's parts while the readers work
+            self.wait_s += time.perf_counter() - t0
 
     def next_frame(self, frame):
         """The Timestep and rows of the next position, which must be `frame`."""
@@ -249,14 +292,7 @@ class FeedClient:
         pos, want = self.issued[0]
         if want != frame:
             raise RuntimeError(f"feed: the next frame read is {want}, the analysis wants {frame}")
-        if pos not in self.arrived:
-            t0 = time.perf_counter()
-            while pos not in self.arrived:
-                try:
-                    self.arrived.add(self.filled.get(timeout=1.0))
-                except queue.Empty:
-                    self.poll()  # keep taking the parent's parts while the readers work
-            self.wait_s += time.perf_counter() - t0
+        self._await(pos)
         self.arrived.discard(pos)
         slot = pos % self.ring.n_slots
         got, ts = self.ring.timestep(slot)

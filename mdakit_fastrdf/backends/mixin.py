@@ -3,6 +3,7 @@ backends) and the short names of the backends."""
 
 from __future__ import annotations
 
+import numpy as np
 from MDAnalysis.analysis.backends import BackendSerial
 
 from ..engine import available_cpus
@@ -75,10 +76,16 @@ class ParallelAnalysisMixin:
                     f"n_workers specified twice: {backend.n_workers} in the backend object and "
                     f"{n_workers} in run(); remove it from run()")
             self._worker_threads = self.n_threads
+            self._part_sizes = None
             if n_parts is None:
                 n_frames = len(self._setup_computation_groups(
                     1, start=start, stop=stop, step=step, frames=frames)[0])
-                n_parts = backend.parts_for(n_frames)
+                sizes = getattr(backend, "part_sizes", lambda n: None)(n_frames)
+                if sizes:
+                    self._part_sizes = list(sizes)
+                    n_parts = len(sizes)
+                else:
+                    n_parts = backend.parts_for(n_frames)
             verbose = getattr(self, "_verbose", False) if verbose is None else verbose
             backend._progress = (bool(verbose), dict(progressbar_kwargs or {}))
             try:
@@ -88,6 +95,7 @@ class ParallelAnalysisMixin:
                                    progressbar_kwargs=None)
             finally:
                 backend._progress = (False, {})
+                self._part_sizes = None
         if self.n_threads is None and n_workers and n_workers > 1 and not isinstance(
                 backend, BackendSerial) and backend != "serial":
             self._worker_threads = max(1, available_cpus() // n_workers)
@@ -97,6 +105,23 @@ class ParallelAnalysisMixin:
                            n_workers=n_workers, n_parts=n_parts, backend=backend,
                            unsupported_backend=unsupported_backend,
                            progressbar_kwargs=progressbar_kwargs)
+
+    def _setup_computation_groups(self, n_parts, start=None, stop=None, step=None,
+                                  frames=None):
+        """MDAnalysis's even split, or the part sizes a backend of this package chose
+        (:meth:`NodeBackend.part_sizes <mdakit_fastrdf.backends.NodeBackend.part_sizes>`:
+        parts that shrink towards the end), in frame order either way."""
+        sizes = getattr(self, "_part_sizes", None)
+        if not sizes or n_parts != len(sizes) or n_parts <= 1:
+            return super()._setup_computation_groups(n_parts, start=start, stop=stop,
+                                                     step=step, frames=frames)
+        whole = super()._setup_computation_groups(1, start=start, stop=stop, step=step,
+                                                  frames=frames)[0]
+        if len(whole) != sum(sizes):
+            return super()._setup_computation_groups(n_parts, start=start, stop=stop,
+                                                     step=step, frames=frames)
+        bounds = np.cumsum([0, *sizes])
+        return [whole[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
     def _configure_backend(self, backend, n_workers, unsupported_backend=False):
         if isinstance(backend, _OwnBackend):

@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 from .base import _analysis_of, _OwnBackend, _quiet
 from .errors import RemoteTraceback, WorkerDiedError, WorkerError
 from .feed import Ring, ring_directory
+from .frames import CancelFlags
 from .main_guard import main_guard_error, unguarded_main_call
 from .planning import _AUTO, WorkerSpec, _check_auto_int, _fmt_cpus, plan_workers
+from .scheduler import Scheduler, WorkerState, guided_sizes
 from .topology import NodeTopology, detect_topology
 from .worker import _worker_main
 
@@ -43,6 +45,7 @@ class _Worker:
     queued: collections.deque = field(default_factory=collections.deque)  # fed: next parts
     fed: bool = False
     unsent: list = field(default_factory=list)  # parts to send once the payload is sent
+    has_payload: bool = False
     feed_wait_s: float = 0.0
 
     def rate(self):
@@ -220,283 +223,27 @@ class NodeBackend(_OwnBackend):
     def apply(self, func, computations):
         """Run ``func`` on every computation (part of the frames) on the planned workers and
         return the results in order."""
-        import multiprocessing as mp
-        from multiprocessing.connection import wait
-
         computations = list(computations)
-        n = len(computations)
-        if n == 0:
+        if not computations:
             return []
-        analysis = _analysis_of(func)
-        plan_device = getattr(analysis, "_plan_device", None)
-        device = plan_device() if plan_device is not None else getattr(analysis, "device", "auto")
-        can_feed = getattr(analysis, "_can_feed", None)
-        feedable = bool(can_feed()) if can_feed is not None else False
-        device = device if isinstance(device, str) else "auto"
-        if device == "cpu" and getattr(analysis, "device", "cpu") != "cpu":
-            # an analysis without GPU kernels (InterRDF_s): CPU workers whatever the GPUs
-            plan = plan_workers(self.topology, device="cpu", feedable=feedable,
-                                **{**self.options, "gpus": None, "hybrid": _AUTO})
-        else:
-            plan = self.plan(device, feedable)
-        reader_specs = [s for s in plan if s.kind == "reader"]
-        specs = [s for s in plan if s.kind != "reader"][:n]
-        # a worker that does not fork imports the main script again: not if that reruns this
-        methods = sorted({s.start_method for s in specs + reader_specs} - {"fork"})
-        where = unguarded_main_call() if methods else None
-        if where is not None:
-            raise main_guard_error(where, methods, any(s.kind == "gpu" for s in specs))
-        payload = pickle.dumps(_quiet(func), protocol=pickle.HIGHEST_PROTOCOL)
-        rings, filled, tasks, depth, preissue = {}, {}, None, 1, []
-        # A forked worker inherits the payload; the others get it through their pipe once
-        # they say "hello": Python writes a spawned process's arguments to it before the
-        # child reads them, and would wait for ever on one that died while starting.
-        to_send = 0
-        sizes = [len(c) for c in computations]
-        pending = collections.deque(range(n))
-        results = [None] * n
-        owners = collections.defaultdict(set)
-        done = [False] * n
-        n_done = 0
-        workers: list[_Worker] = []
-        t_start = time.perf_counter()
-        bar = self._progress_bar(sum(sizes))
-        stats = {"duplicates_started": 0, "duplicates_won": 0}
-        timeline = {"first_ready_s": None, "parts_done_s": []}
-        dup_assigned = set()
-        readers: list[_Worker] = []
-        ok = False
+        run = _NodeRun(self, func, computations)
         try:
-            def unlink_rings_when_mapped():
-                """Once every process of the run has mapped the rings (it said ready), their
-                files go: the mappings stay, and nothing is left behind however the run
-                ends."""
-                if rings and all(x.pid is not None for x in workers + readers):
-                    for ring in rings.values():
-                        ring.unlink()
-
-            def hand_payload(w):
-                """The pickled analysis to a process that did not fork (it said hello);
-                dropped once every such process has it."""
-                nonlocal payload, to_send
-                try:
-                    w.conn.send_bytes(payload)
-                except OSError:  # it died since
-                    w.proc.join(2.0)
-                    self._raise_died(w, computations)
-                to_send -= 1
-                if not to_send:
-                    payload = None
-
-            def send_unsent(w):
-                try:
-                    for msg in w.unsent:
-                        w.conn.send(msg)
-                except OSError:
-                    w.proc.join(2.0)
-                    self._raise_died(w, computations)
-                w.unsent = []
-
-            def top_up(w):
-                """A fed worker holds its next parts (as many as its slots hold) while it
-                computes one: the readers read ahead across the ends of its parts."""
-                while w.fed and pending and len(w.queued) < depth:
-                    idx = pending.popleft()
-                    owners[idx].add(w.spec.rank)
-                    w.queued.append(idx)
-                    try:
-                        w.conn.send(("part", idx, computations[idx]))
-                    except OSError:
-                        w.proc.join(2.0)
-                        self._raise_died(w, computations)
-
-            def assign(w, now):
-                if pending:
-                    idx = pending.popleft()
-                else:
-                    idx = self._straggler(w, workers, done, owners, sizes, now)
-                    if idx is None:
-                        w.status = "idle"
-                        return
-                    stats["duplicates_started"] += 1
-                    w.duplicates += 1
-                    dup_assigned.add((w.spec.rank, idx))
-                owners[idx].add(w.spec.rank)
-                w.status, w.part, w.t0 = "busy", idx, now
-                try:
-                    w.conn.send(("part", idx, computations[idx]))
-                except OSError:  # it died since its last message
-                    w.proc.join(2.0)
-                    self._raise_died(w, computations)
-                top_up(w)
-
-            if reader_specs:
-                # one ring of frame slots per compute worker (feed.py); queues of the spawn
-                # context serve forked and spawned processes alike
-                n_rows = len(analysis._layout().ix)
-                slot_bytes = 12 * n_rows + 256
-                # Slots: at least one per reader and two more; up to FEED_RING_BYTES per
-                # worker, so that the readers read ahead while a GPU worker starts (imports,
-                # CUDA: ~1 s), and no more than a worker's share of the frames
-                share = math.ceil(sum(sizes) / len(specs)) + 1
-                n_slots = max(3, math.ceil(len(reader_specs) / len(specs)) + 2,
-                              min(FEED_RING_BYTES // slot_bytes, share, 1024))
-                depth = max(1, math.ceil(n_slots / max(1, min(sizes))))
-                where = ring_directory(len(specs) * n_slots * slot_bytes)
-                qctx = mp.get_context("spawn")
-                tasks = qctx.Queue()
-                for spec in specs:
-                    rings[spec.rank] = Ring.new(n_slots, n_rows, where)
-                    filled[spec.rank] = qctx.Queue()
-            now = time.perf_counter()
-            for spec in specs + reader_specs:
-                ctx = mp.get_context(spec.start_method)
-                parent_conn, child_conn = ctx.Pipe(duplex=True)
-                inherit = spec.start_method == "fork"
-                to_send += not inherit
-                first = []
-                if spec.kind == "reader":
-                    feed = ("reader", tasks, {r: g.spec() for r, g in rings.items()}, filled)
-                elif rings:
-                    # A fed worker gets its first two parts now, and the readers start on
-                    # their frames while the worker starts (a GPU worker: imports, CUDA)
-                    first = [pending.popleft() for _ in range(1 + depth) if pending]
-                    frames = [int(f) for i in first for f in computations[i][:, 1]]
-                    pre = frames[: rings[spec.rank].n_slots]
-                    preissue.extend((spec.rank, pos % rings[spec.rank].n_slots, pos, frame)
-                                    for pos, frame in enumerate(pre))
-                    feed = (rings[spec.rank].spec(), tasks, filled[spec.rank], len(pre))
-                else:
-                    feed = None
-                proc = ctx.Process(target=_worker_main, name=f"mdakit-fastrdf-{spec.rank}",
-                                   args=(child_conn, spec, payload if inherit else None,
-                                         self.pin, os.getpid(), feed),
-                                   daemon=True)
-                proc.start()
-                child_conn.close()
-                w = _Worker(spec, proc, parent_conn, fed=bool(rings))
-                (readers if spec.kind == "reader" else workers).append(w)
-                if first:
-                    for idx in first:
-                        owners[idx].add(spec.rank)
-                    w.part, w.queued, w.status, w.t0 = first[0], collections.deque(first[1:]), "busy", now
-                    w.unsent = [("part", idx, computations[idx]) for idx in first]
-                    if inherit:
-                        send_unsent(w)
-            # the readers' first frames, once every process is started (a put starts the
-            # queue's feeder thread here: no fork after it)
-            for task in preissue:
-                tasks.put(task)
-            if not to_send:
-                payload = None
-
-            while n_done < n:
-                live = [w for w in workers if w.status not in ("stopped", "ended")]
-                idle = any(w.status == "idle" for w in live)
-                objs = ([w.conn for w in live + readers]
-                        + [w.proc.sentinel for w in live + readers])
-                ready = wait(objs, timeout=0.05 if idle else 1.0)
-                now = time.perf_counter()
-                for w in readers:
-                    if w.conn in ready or w.proc.sentinel in ready:
-                        while self._poll(w.conn):
-                            try:
-                                msg = w.conn.recv()
-                            except (EOFError, OSError):
-                                w.proc.join(2.0)
-                                self._raise_died(w, computations)
-                            if msg[0] == "hello":
-                                hand_payload(w)
-                            elif msg[0] == "ready":
-                                w.pid, w.cpus, w.status = msg[2]["pid"], msg[2]["cpus"], "reading"
-                                unlink_rings_when_mapped()
-                            elif msg[0] == "error":
-                                self._raise_remote(w, msg, computations)
-                        if w.proc.sentinel in ready and not self._poll(w.conn):
-                            w.proc.join(2.0)
-                            self._raise_died(w, computations)
-                for w in live:
-                    if w.conn in ready or w.proc.sentinel in ready:
-                        while n_done < n and self._poll(w.conn):
-                            try:
-                                msg = w.conn.recv()
-                            except (EOFError, OSError):  # its end of the pipe closed
-                                w.proc.join(2.0)
-                                self._raise_died(w, computations)
-                            kind = msg[0]
-                            if kind == "hello":  # a worker that did not fork: its payload
-                                hand_payload(w)
-                                send_unsent(w)
-                            elif kind == "ready":
-                                w.pid, w.cpus = msg[2]["pid"], msg[2]["cpus"]
-                                unlink_rings_when_mapped()
-                                if timeline["first_ready_s"] is None:
-                                    timeline["first_ready_s"] = now - t_start
-                                if w.status == "starting":  # (a fed worker has its parts)
-                                    assign(w, now)
-                            elif kind == "done":
-                                _, idx, res, secs, used, wait_s = msg
-                                w.feed_wait_s += wait_s
-                                timeline["parts_done_s"].append(round(now - t_start, 4))
-                                if used is not None:
-                                    w.devices_used.add(used)
-                                w.parts += 1
-                                w.frames += sizes[idx]
-                                w.busy_s += secs
-                                w.part = None
-                                if not done[idx]:
-                                    done[idx] = True
-                                    results[idx] = res
-                                    n_done += 1
-                                    if (w.spec.rank, idx) in dup_assigned:
-                                        stats["duplicates_won"] += 1
-                                    if bar is not None:
-                                        bar.update(sizes[idx])
-                                if w.queued:  # a fed worker goes on with its next part
-                                    w.part, w.t0 = w.queued.popleft(), now
-                                    top_up(w)
-                                elif n_done < n:
-                                    assign(w, now)
-                                else:
-                                    w.status = "idle"
-                            elif kind == "error":
-                                self._raise_remote(w, msg, computations)
-                        if w.proc.sentinel in ready and n_done < n and not self._poll(w.conn):
-                            w.proc.join(2.0)
-                            self._raise_died(w, computations)
-                for w in live:
-                    if w.status == "idle" and n_done < n:
-                        assign(w, now)
-            ok = True
+            run.start()
+            run.loop()
+            run.ok = True
         finally:
-            self._shutdown(readers, graceful=False)  # they hold nothing: end them first
-            self._shutdown(workers, graceful=ok)
-            for ring in rings.values():
-                ring.close(unlink=True)
-            for q in ([tasks] if tasks is not None else []) + list(filled.values()):
-                q.close()
-                q.cancel_join_thread()
-            if bar is not None:
-                bar.close()
-            self.last_run = {
-                "wall_s": time.perf_counter() - t_start,
-                **timeline,
-                "n_parts": n,
-                "n_frames": sum(sizes),
-                **stats,
-                "workers": [
-                    {"rank": w.spec.rank, "kind": w.spec.kind, "device": w.spec.device,
-                     "n_threads": w.spec.n_threads, "start_method": w.spec.start_method,
-                     "pid": w.pid, "cpus": w.cpus, "parts": w.parts, "frames": w.frames,
-                     "busy_s": w.busy_s, "duplicates": w.duplicates,
-                     "feed_wait_s": w.feed_wait_s,
-                     "devices_used": sorted(w.devices_used)}
-                    for w in workers],
-                "readers": [{"rank": w.spec.rank, "pid": w.pid or w.proc.pid,
-                             "cpus": w.cpus or list(w.spec.cpus)}
-                            for w in readers],
-            }
-        return results
+            self.last_run = run.finish()
+        return run.results
+
+    def part_sizes(self, n_frames: int):
+        """The sizes of the parts ``n_frames`` frames are cut into: with ``part_frames``
+        given, equal parts of that many frames (None: MDAnalysis's even split); else parts
+        that shrink towards the end (:func:`~.scheduler.guided_sizes` over the GPU workers,
+        or the CPU workers when there is no GPU worker)."""
+        if self.part_frames != _AUTO:
+            return None
+        n_fast = sum(s.kind == "gpu" for s in self.specs) or len(self.specs)
+        return guided_sizes(n_frames, n_fast)
 
     @staticmethod
     def _poll(conn):
@@ -504,26 +251,6 @@ class NodeBackend(_OwnBackend):
             return conn.poll()
         except (OSError, EOFError):
             return False
-
-    @staticmethod
-    def _straggler(w, workers, done, owners, sizes, now):
-        """A part worth recomputing on idle worker ``w``, or None."""
-        rate_w = w.rate()
-        if rate_w is None:
-            return None
-        best, best_remaining = None, 0.0
-        for o in workers:
-            if o is w or o.status != "busy" or o.part is None:
-                continue
-            idx = o.part
-            if done[idx] or len(owners[idx]) > 1:
-                continue
-            elapsed = now - o.t0
-            rate_o = o.rate()
-            remaining = sizes[idx] / rate_o - elapsed if rate_o else elapsed
-            if remaining > 1.5 * sizes[idx] / rate_w + 0.05 and remaining > best_remaining:
-                best, best_remaining = idx, remaining
-        return best
 
     def _frames_text(self, computations, idx):
         if idx is None:
@@ -602,3 +329,294 @@ class NodeBackend(_OwnBackend):
             except Exception:  # noqa: BLE001, S110 - closing anyway
                 pass
             w.status = "ended"
+
+
+class _NodeRun:
+    """One run of a :class:`NodeBackend`: its processes, their messages and the scheduler.
+
+    Each message a worker sends has a method (``on_hello``, ``on_ready``, ``on_done``,
+    ``on_cancelled``, ``on_more``, ``on_error``); which part goes where is the
+    :class:`~.scheduler.Scheduler`'s choice.
+    """
+
+    def __init__(self, backend, func, computations):
+        import multiprocessing as mp
+
+        self.backend, self.func, self.computations = backend, func, computations
+        self.mp = mp
+        n = len(computations)
+        self.sizes = [len(c) for c in computations]
+        self.results = [None] * n
+        self.ok = False
+        analysis = _analysis_of(func)
+        self.analysis = analysis
+        plan_device = getattr(analysis, "_plan_device", None)
+        device = plan_device() if plan_device is not None else getattr(analysis, "device", "auto")
+        can_feed = getattr(analysis, "_can_feed", None)
+        feedable = bool(can_feed()) if can_feed is not None else False
+        device = device if isinstance(device, str) else "auto"
+        if device == "cpu" and getattr(analysis, "device", "cpu") != "cpu":
+            # an analysis without GPU kernels (InterRDF_s): CPU workers whatever the GPUs
+            plan = plan_workers(backend.topology, device="cpu", feedable=feedable,
+                                **{**backend.options, "gpus": None, "hybrid": _AUTO})
+        else:
+            plan = backend.plan(device, feedable)
+        self.reader_specs = [s for s in plan if s.kind == "reader"]
+        self.specs = [s for s in plan if s.kind != "reader"][:n]
+        # a worker that does not fork imports the main script again: not if that reruns this
+        methods = sorted({s.start_method for s in self.specs + self.reader_specs} - {"fork"})
+        where = unguarded_main_call() if methods else None
+        if where is not None:
+            raise main_guard_error(where, methods, any(s.kind == "gpu" for s in self.specs))
+        self.payload = pickle.dumps(_quiet(func), protocol=pickle.HIGHEST_PROTOCOL)
+        # A forked worker inherits the payload; the others get it through their pipe once
+        # they say "hello": Python writes a spawned process's arguments to it before the
+        # child reads them, and would wait for ever on one that died while starting.
+        self.to_send = 0
+        self.rings, self.filled, self.tasks, self.preissue = {}, {}, None, []
+        self.lookahead = 0
+        self.flags = None
+        self.workers: list[_Worker] = []
+        self.readers: list[_Worker] = []
+        self.by_rank = {}
+        self.t_start = time.perf_counter()
+        self.bar = backend._progress_bar(sum(self.sizes))
+        self.timeline = {"first_ready_s": None, "parts_done_s": []}
+        self.sched = None
+
+    # -- start ---------------------------------------------------------------------------
+    def start(self):
+        mp = self.mp
+        specs, reader_specs = self.specs, self.reader_specs
+        if reader_specs:
+            # one ring of frame slots per compute worker (feed.py); queues of the spawn
+            # context serve forked and spawned processes alike
+            n_rows = len(self.analysis._layout().ix)
+            slot_bytes = 12 * n_rows + 256
+            # Slots: at least one per reader and two more; up to FEED_RING_BYTES per
+            # worker, so that the readers read ahead while a GPU worker starts (imports,
+            # CUDA: ~1 s), and no more than a worker's share of the frames
+            share = math.ceil(sum(self.sizes) / len(specs)) + 1
+            n_slots = max(3, math.ceil(len(reader_specs) / len(specs)) + 2,
+                          min(FEED_RING_BYTES // slot_bytes, share, 1024))
+            # a fed worker asks for its next part when fewer frames than this are known
+            # ahead: twice its share of the readers, so that every reader has a frame
+            self.lookahead = min(n_slots, 2 * math.ceil(len(reader_specs) / len(specs)) + 2)
+            where = ring_directory(len(specs) * n_slots * slot_bytes)
+            qctx = mp.get_context("spawn")
+            self.tasks = qctx.Queue()
+            for spec in specs:
+                self.rings[spec.rank] = Ring.new(n_slots, n_rows, where)
+                self.filled[spec.rank] = qctx.Queue()
+        self.flags = CancelFlags.new(len(self.computations),
+                                     ring_directory(len(self.computations)))
+        states = [WorkerState(s.rank, "gpu" if s.kind == "gpu" else "cpu",
+                              fed=bool(self.rings), lookahead=self.lookahead) for s in specs]
+        self.sched = Scheduler(self.sizes, states)
+        now = time.perf_counter()
+        for spec in specs + reader_specs:
+            ctx = mp.get_context(spec.start_method)
+            parent_conn, child_conn = ctx.Pipe(duplex=True)
+            inherit = spec.start_method == "fork"
+            self.to_send += not inherit
+            first = []
+            if spec.kind == "reader":
+                feed = ("reader", self.tasks, {r: g.spec() for r, g in self.rings.items()},
+                        self.filled)
+            elif self.rings:
+                # A fed worker gets its first parts now, and the readers start on their
+                # frames while the worker starts (a GPU worker: imports, CUDA)
+                first = self.sched.initial(spec.rank, now)
+                ring = self.rings[spec.rank]
+                frames = [int(f) for i in first for f in self.computations[i][:, 1]]
+                pre = frames[: ring.n_slots]
+                self.preissue.extend((spec.rank, pos % ring.n_slots, pos, frame)
+                                     for pos, frame in enumerate(pre))
+                feed = (ring.spec(), self.tasks, self.filled[spec.rank], len(pre),
+                        self.lookahead)
+            else:
+                feed = None
+            proc = ctx.Process(target=_worker_main, name=f"mdakit-fastrdf-{spec.rank}",
+                               args=(child_conn, spec, self.payload if inherit else None,
+                                     self.backend.pin, os.getpid(), feed, self.flags.spec()),
+                               daemon=True)
+            proc.start()
+            child_conn.close()
+            w = _Worker(spec, proc, parent_conn, fed=bool(self.rings), has_payload=inherit)
+            (self.readers if spec.kind == "reader" else self.workers).append(w)
+            self.by_rank[spec.rank] = w
+            if first:
+                w.status = "busy"
+                w.unsent = [("part", idx, self.computations[idx]) for idx in first]
+                if inherit:
+                    self.send_unsent(w)
+        # the readers' first frames, once every process is started (a put starts the
+        # queue's feeder thread here: no fork after it)
+        for task in self.preissue:
+            self.tasks.put(task)
+        if not self.to_send:
+            self.payload = None
+
+    # -- the loop ------------------------------------------------------------------------
+    def loop(self):
+        from multiprocessing.connection import wait
+
+        sched = self.sched
+        while not sched.finished:
+            live = [w for w in self.workers if w.status not in ("stopped", "ended")]
+            idle = any(w.status == "idle" for w in live)
+            procs = live + self.readers
+            ready = wait([w.conn for w in procs] + [w.proc.sentinel for w in procs],
+                         timeout=0.05 if idle else 1.0)
+            now = time.perf_counter()
+            for w in procs:
+                if w.conn not in ready and w.proc.sentinel not in ready:
+                    continue
+                while not sched.finished and NodeBackend._poll(w.conn):
+                    try:
+                        msg = w.conn.recv()
+                    except (EOFError, OSError):  # its end of the pipe closed
+                        self.died(w)
+                    handler = getattr(self, "on_" + msg[0], None)
+                    if handler is None:
+                        raise RuntimeError(f"node backend: unknown message {msg[0]!r}")
+                    handler(w, msg, now)
+                if (w.proc.sentinel in ready and not sched.finished
+                        and not NodeBackend._poll(w.conn)):
+                    self.died(w)
+            for rank, idx in sched.idle(now):
+                self.send(self.by_rank[rank], [idx])
+            for w in self.workers:
+                if w.status in ("idle", "busy"):
+                    w.status = "busy" if sched.workers[w.spec.rank].outstanding else "idle"
+
+    # -- messages ------------------------------------------------------------------------
+    def on_hello(self, w, msg, now):
+        """A process that did not fork: its payload, then the parts it was given."""
+        try:
+            w.conn.send_bytes(self.payload)
+        except OSError:  # it died since
+            self.died(w)
+        w.has_payload = True
+        self.to_send -= 1
+        if not self.to_send:
+            self.payload = None
+        self.send_unsent(w)
+
+    def on_ready(self, w, msg, now):
+        w.pid, w.cpus = msg[2]["pid"], msg[2]["cpus"]
+        self.unlink_when_mapped()
+        if w.spec.kind == "reader":
+            w.status = "reading"
+            return
+        if self.timeline["first_ready_s"] is None:
+            self.timeline["first_ready_s"] = now - self.t_start
+        if w.status == "starting":
+            w.status = "idle"
+        self.send(w, self.sched.on_ready(w.spec.rank, now))
+
+    def on_done(self, w, msg, now):
+        _, idx, res, secs, used, wait_s = msg
+        w.feed_wait_s += wait_s
+        self.timeline["parts_done_s"].append(round(now - self.t_start, 4))
+        if used is not None:
+            w.devices_used.add(used)
+        won, cancel, send = self.sched.on_done(w.spec.rank, idx, secs, now)
+        if won:
+            self.results[idx] = res
+            if self.bar is not None:
+                self.bar.update(self.sizes[idx])
+        for c in cancel:
+            self.flags.cancel(c)
+        self.send(w, send)
+
+    def on_cancelled(self, w, msg, now):
+        _, idx, secs, wait_s = msg
+        w.feed_wait_s += wait_s
+        self.send(w, self.sched.on_cancelled(w.spec.rank, idx, secs, now))
+
+    def on_more(self, w, msg, now):
+        self.send(w, self.sched.on_more(w.spec.rank, now))
+
+    def on_error(self, w, msg, now):
+        self.backend._raise_remote(w, msg, self.computations)
+
+    # -- helpers -------------------------------------------------------------------------
+    def send(self, w, parts):
+        if not parts:
+            return
+        w.status = "busy"
+        w.unsent.extend(("part", idx, self.computations[idx]) for idx in parts)
+        if w.has_payload:  # (else once it has had it: on_hello)
+            self.send_unsent(w)
+
+    def send_unsent(self, w):
+        try:
+            for msg in w.unsent:
+                w.conn.send(msg)
+        except OSError:
+            self.died(w)
+        w.unsent = []
+
+    def died(self, w):
+        w.proc.join(2.0)
+        idx = None
+        st = self.sched.workers.get(w.spec.rank) if self.sched and w.spec.kind != "reader" else None
+        if st is not None and st.outstanding:
+            idx = st.outstanding[0]
+        w.part = idx
+        if w.status == "idle" and idx is not None:
+            w.status = "busy"
+        self.backend._raise_died(w, self.computations)
+
+    def unlink_when_mapped(self):
+        """Once every process of the run has mapped the rings and the cancel flags (it said
+        ready), their files go: the mappings stay, and nothing is left behind however the
+        run ends."""
+        if all(x.pid is not None for x in self.workers + self.readers):
+            for ring in self.rings.values():
+                ring.unlink()
+            if self.flags is not None:
+                self.flags.unlink()
+
+    # -- end -----------------------------------------------------------------------------
+    def finish(self):
+        b = self.backend
+        b._shutdown(self.readers, graceful=False)  # they hold nothing: end them first
+        b._shutdown(self.workers, graceful=self.ok)
+        for ring in self.rings.values():
+            ring.close(unlink=True)
+        if self.flags is not None:
+            self.flags.close(unlink=True)
+        for q in ([self.tasks] if self.tasks is not None else []) + list(self.filled.values()):
+            q.close()
+            q.cancel_join_thread()
+        if self.bar is not None:
+            self.bar.close()
+        states = self.sched.workers if self.sched is not None else {}
+        stats = dict(self.sched.stats) if self.sched is not None else {}
+
+        def state(w, key, default=0):
+            st = states.get(w.spec.rank)
+            return getattr(st, key) if st is not None else default
+
+        return {
+            "wall_s": time.perf_counter() - self.t_start,
+            **self.timeline,
+            "n_parts": len(self.computations),
+            "part_sizes": list(self.sizes),
+            "n_frames": sum(self.sizes),
+            **stats,
+            "workers": [
+                {"rank": w.spec.rank, "kind": w.spec.kind, "device": w.spec.device,
+                 "n_threads": w.spec.n_threads, "start_method": w.spec.start_method,
+                 "pid": w.pid, "cpus": w.cpus, "parts": state(w, "parts"),
+                 "frames": state(w, "frames"), "busy_s": state(w, "busy_s", 0.0),
+                 "duplicates": state(w, "duplicates"), "cancelled": state(w, "cancelled"),
+                 "feed_wait_s": w.feed_wait_s,
+                 "devices_used": sorted(w.devices_used)}
+                for w in self.workers],
+            "readers": [{"rank": w.spec.rank, "pid": w.pid or w.proc.pid,
+                         "cpus": w.cpus or list(w.spec.cpus)}
+                        for w in self.readers],
+        }

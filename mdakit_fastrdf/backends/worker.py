@@ -13,6 +13,7 @@ import traceback
 from ..engine import WorkerPlacement, set_worker_placement
 from .base import _analysis_of, _PartResult
 from .feed import FeedClient, Ring, read_frames
+from .frames import CancelFlags, PartCancelled, current_part
 from .planning import WorkerSpec
 
 
@@ -63,14 +64,16 @@ def _private_progress_lock():
 
 
 def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, parent_pid: int,
-                 feed=None):
+                 feed=None, cancel=None):
     """A node backend worker: compute the parts the parent sends on `conn` with the
     pickled analysis `payload` (None: ask the parent for it on `conn`, as a worker that did
     not fork does) until the parent says stop.
 
-    `feed`: None (the worker reads its frames), ``(ring spec, task queue, filled queue)``
-    for a worker fed by readers (:mod:`.feed`), or ``('reader', task queue, {rank: ring
-    spec}, {rank: filled queue})`` for a reader."""
+    `feed`: None (the worker reads its frames), ``(ring spec, task queue, filled queue,
+    frames issued by the parent, lookahead)`` for a worker fed by readers (:mod:`.feed`),
+    or ``('reader', task queue, {rank: ring spec}, {rank: filled queue})`` for a reader.
+    `cancel`: :meth:`.CancelFlags.spec` of the run's cancel flags: a part whose flag is
+    set stops at its next frame and is reported as ``("cancelled", idx, seconds, wait)``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it stops us on Ctrl-C
     _die_with_parent()
     # The caller died before prctl? A forked or spawned worker is the caller's child; one
@@ -107,8 +110,9 @@ def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, paren
             _, tasks, ring_specs, filled = feed
             rings = {rank: Ring(*r) for rank, r in ring_specs.items()}
         elif feed is not None:
-            ring, tasks, filled, preissued = feed
-            client = FeedClient(spec.rank, ring, tasks, filled, conn, preissued)
+            ring, tasks, filled, preissued, lookahead = feed
+            client = FeedClient(spec.rank, ring, tasks, filled, conn, preissued, lookahead)
+        flags = CancelFlags(*cancel) if cancel is not None and rings is None else None
         conn.send(("ready", spec.rank, {"pid": os.getpid(), "cpus": cpus}))
         if rings is not None:
             read_frames(_analysis_of(func), tasks, rings, filled)
@@ -124,7 +128,16 @@ def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, paren
                 break
             _, idx, computation = msg
             t0 = time.perf_counter()
-            obj = func(computation)
+            current_part(flags, idx) if flags is not None else current_part()
+            try:
+                obj = func(computation)
+            except PartCancelled:
+                wait_s = client.take_wait() if client is not None else 0.0
+                conn.send(("cancelled", idx, time.perf_counter() - t0, wait_s))
+                idx = None
+                continue
+            finally:
+                current_part()
             # the device the part really ran on (the engine's, once it has run a frame)
             used = getattr(getattr(obj, "_engine", None), "device_used", None)
             wait_s = client.take_wait() if client is not None else 0.0

@@ -1,0 +1,316 @@
+"""Which worker of a node computes which part, and when: the node backend's scheduler.
+
+Pure policy: no processes, pipes or clock (times are passed in), so that the same code
+drives the node backend's workers (:mod:`.node`) and its simulation with stand-in workers
+of given rates (:mod:`.simulate`).
+
+The rules (docs/design.rst, "The node engine's scheduler"):
+
+* **Parts shrink towards the end** (:func:`guided_sizes`): each part is a fixed fraction of
+  the frames not yet cut, so the first parts are long (one synchronisation of the device
+  and one message per part) and the last ones short, so that the workers finish together.
+* **A fast worker takes the next part in order.** A worker fed by readers holds the parts
+  its ring needs to read ahead across the end of a part: it asks for one more
+  (:meth:`Scheduler.on_more`) once every frame it knows of has been handed to the readers.
+* **A slow worker beside fast ones** (a CPU worker beside GPU workers) takes a part only
+  when it will finish it before the fast workers would finish all the rest without it, at
+  the rates measured so far in the run; its first part, before it has a rate, is the
+  smallest one left.
+* **No worker holds back the end.** Once no part is left, an idle worker with a measured
+  rate recomputes (duplicates) the part whose owner is predicted to finish it last, when
+  it would finish it :data:`HEDGE` times sooner. The first copy to finish counts; every
+  other copy is cancelled (:meth:`Scheduler.on_done` says which), and the run never
+  waits for a cancelled copy.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+from dataclasses import dataclass, field
+
+__all__ = ["HEDGE", "Scheduler", "guided_sizes"]
+
+#: A part is duplicated when its owner would finish it more than HEDGE times later than
+#: the idle worker could (plus :data:`MARGIN_S`).
+HEDGE = 1.5
+MARGIN_S = 0.05
+#: A CPU worker beside GPU workers takes its first part (its rate unknown) only while the
+#: GPU workers have at least PROBE_S seconds of frames left.
+PROBE_S = 1.0
+
+
+def guided_sizes(n_frames: int, n_workers: int, *, divisor: int = 2, min_size: int = 1,
+                 max_size: int | None = None) -> list:
+    """Part sizes that shrink towards the end (guided self-scheduling).
+
+    Each part takes ``ceil(left / (divisor * n_workers))`` of the ``left`` frames not yet
+    cut, at least `min_size` and at most `max_size`: with ``W`` workers about
+    ``divisor * W * ln(n_frames / (divisor * W))`` parts, the last ones of `min_size`
+    frames.
+
+    >>> guided_sizes(20, 2)
+    [5, 4, 3, 2, 2, 1, 1, 1, 1]
+    """
+    if n_frames <= 0:
+        return []
+    n_workers = max(1, int(n_workers))
+    sizes, left = [], int(n_frames)
+    while left > 0:
+        s = max(int(min_size), math.ceil(left / (divisor * n_workers)))
+        if max_size is not None:
+            s = min(s, int(max_size))
+        s = min(s, left)
+        sizes.append(s)
+        left -= s
+    return sizes
+
+
+@dataclass
+class WorkerState:
+    """What the scheduler knows of one compute worker."""
+
+    rank: int
+    kind: str                 # 'gpu' or 'cpu'
+    fed: bool = False         # fed by readers: holds parts ahead (see on_more)
+    lookahead: int = 0        # frames a fed worker's ring reads ahead
+    outstanding: collections.deque = field(default_factory=collections.deque)  # sent, in order
+    t0: float = 0.0           # when its first outstanding part started
+    ready: bool = False
+    frames: int = 0           # frames of the parts it ended (finished or cancelled)
+    busy_s: float = 0.0
+    parts: int = 0
+    duplicates: int = 0
+    cancelled: int = 0
+
+    def rate(self):
+        """Frames per second measured so far (None before its first part ended)."""
+        return self.frames / self.busy_s if self.busy_s > 0 and self.frames > 0 else None
+
+
+class Scheduler:
+    """Parts of ``sizes`` frames over workers given as :class:`WorkerState` objects.
+
+    The caller sends the parts the methods return (in the order returned) to the worker
+    named, and reports each part's end with :meth:`on_done` or :meth:`on_cancelled` (in
+    the order the worker ran them).
+    """
+
+    def __init__(self, sizes, workers, *, hedge: float = HEDGE):
+        self.sizes = [int(s) for s in sizes]
+        self.workers = {w.rank: w for w in workers}
+        self.pending = collections.deque(range(len(self.sizes)))
+        self.done = [False] * len(self.sizes)
+        self.owners = collections.defaultdict(set)
+        self.n_done = 0
+        self.hedge = float(hedge)
+        kinds = {w.kind for w in workers}
+        self.mixed = "gpu" in kinds and "cpu" in kinds
+        self.stats = {"duplicates_started": 0, "duplicates_won": 0, "cancelled": 0,
+                      "cpu_parts_declined": 0}
+        self._dups = set()
+
+    @property
+    def finished(self) -> bool:
+        return self.n_done == len(self.sizes)
+
+    # -- events ---------------------------------------------------------------------
+    def initial(self, rank, now=0.0) -> list:
+        """Parts for a fed worker as it starts (before it is ready), so that the readers
+        read its first frames while it starts: enough to fill its ring."""
+        w = self.workers[rank]
+        out = []
+        if not w.fed or (self.mixed and w.kind == "cpu"):
+            return out
+        while self.pending and sum(self.sizes[i] for i in w.outstanding) < max(1, w.lookahead):
+            out.append(self._give(w, self.pending.popleft(), now))
+        return out
+
+    def on_ready(self, rank, now) -> list:
+        w = self.workers[rank]
+        w.ready = True
+        if w.outstanding:
+            w.t0 = now  # (its first parts were given as it started)
+            return []
+        return self._next(w, now)
+
+    def on_done(self, rank, idx, busy_s, now):
+        """Worker `rank` finished part `idx` in `busy_s` seconds. Returns ``(won, cancel,
+        send)``: whether its copy counts (the first to finish), the parts whose other
+        copies are to be cancelled (``[idx]`` or ``[]``), and the parts to send it next."""
+        w = self._end(rank, idx, busy_s, now)
+        won = not self.done[idx]
+        cancel = []
+        if won:
+            self.done[idx] = True
+            self.n_done += 1
+            if (rank, idx) in self._dups:
+                self.stats["duplicates_won"] += 1
+            if len(self.owners[idx]) > 1:
+                cancel = [idx]
+        return won, cancel, ([] if self.finished else self._next(w, now))
+
+    def on_cancelled(self, rank, idx, busy_s, now) -> list:
+        """Worker `rank` stopped its copy of part `idx` (another copy won); parts to send."""
+        w = self._end(rank, idx, busy_s, now, cancelled=True)
+        self.stats["cancelled"] += 1
+        return [] if self.finished else self._next(w, now)
+
+    def on_more(self, rank, now) -> list:
+        """A fed worker has handed the readers every frame it knows of: its next part, if
+        one is left for it."""
+        w = self.workers[rank]
+        if not self.pending or not w.outstanding:
+            return []
+        idx = self._take_pending(w, now, queued=True)
+        return [] if idx is None else [self._give(w, idx, now)]
+
+    def idle(self, now) -> list:
+        """``[(rank, idx), ...]``: parts for ready workers that have none (a duplicate may
+        have become worth starting as time passed)."""
+        out = []
+        if self.finished:
+            return out
+        for w in self.workers.values():
+            if w.ready and not w.outstanding:
+                out.extend((w.rank, i) for i in self._next(w, now))
+        return out
+
+    # -- predictions ----------------------------------------------------------------
+    def finish_times(self, w, now) -> dict:
+        """``{idx: predicted end}`` of the parts `w` holds, at its measured rate (a worker
+        without one: its first part is assumed half done)."""
+        out, t = {}, now
+        rate = w.rate()
+        for k, idx in enumerate(w.outstanding):
+            size = self.sizes[idx]
+            if k == 0:
+                elapsed = max(0.0, now - w.t0)
+                t = w.t0 + (size / rate if rate else 2.0 * elapsed)
+                t = max(t, now)
+            else:
+                t = t + (size / rate if rate else math.inf)
+            out[idx] = t
+        return out
+
+    def _fast_rate(self):
+        rates = [w.rate() for w in self.workers.values() if w.kind == "gpu"]
+        known = [r for r in rates if r]
+        # GPU workers without a rate yet count at the mean of the others
+        return sum(known) * len(rates) / len(known) if known else None
+
+    def _fast_left(self, now):
+        """Frames the GPU workers still have (held and pending), less the elapsed share of
+        the parts they compute."""
+        left = sum(self.sizes[i] for i in self.pending)
+        for w in self.workers.values():
+            if w.kind != "gpu":
+                continue
+            rate = w.rate()
+            for k, idx in enumerate(w.outstanding):
+                if self.done[idx]:
+                    continue
+                size = self.sizes[idx]
+                if k == 0 and rate:
+                    size = max(0.0, size - rate * max(0.0, now - w.t0))
+                left += size
+        return left
+
+    # -- choices --------------------------------------------------------------------
+    def _take_pending(self, w, now, queued=False):
+        """The pending part `w` should take now, or None (taken off the queue)."""
+        if not self.pending:
+            return None
+        if not (self.mixed and w.kind == "cpu"):
+            return self.pending.popleft()
+        # a CPU worker beside GPU workers: only a part it finishes before the GPUs would
+        # finish the rest without it
+        rate, fast = w.rate(), self._fast_rate()
+        # the last parts (the shortest) balance the end among the GPU workers: not for CPUs
+        n_fast = sum(o.kind == "gpu" for o in self.workers.values())
+        open_parts = list(self.pending)[: max(0, len(self.pending) - 2 * n_fast)]
+        if not open_parts:
+            self.stats["cpu_parts_declined"] += 1
+            return None
+        smallest = min(open_parts, key=lambda i: (self.sizes[i], -i))
+        if rate is None or fast is None:
+            if queued or w.parts or w.outstanding:
+                return None
+            if fast is not None and self._fast_left(now) / fast < PROBE_S:
+                self.stats["cpu_parts_declined"] += 1
+                return None  # too little left for a first part of unknown length
+            self.pending.remove(smallest)  # its first part: the smallest left
+            return smallest
+        start = max(now, self.finish_times(w, now).get(w.outstanding[-1], now)
+                    if w.outstanding else now)
+        left = self._fast_left(now)
+        best = None
+        for idx in open_parts:
+            size = self.sizes[idx]
+            # (with the margin of a duplicate: a part finished just in time would be
+            # duplicated by an idle GPU worker)
+            if start + self.hedge * size / rate + MARGIN_S <= now + (left - size) / fast:
+                if best is None or size > self.sizes[best]:
+                    best = idx
+        if best is None:
+            self.stats["cpu_parts_declined"] += 1
+            return None
+        self.pending.remove(best)
+        return best
+
+    def _next(self, w, now) -> list:
+        if not w.ready or self.finished:
+            return []
+        if w.outstanding:
+            return []
+        idx = self._take_pending(w, now)
+        if idx is not None:
+            return [self._give(w, idx, now)]
+        if self.pending:
+            return []
+        idx = self._duplicate(w, now)
+        if idx is None:
+            return []
+        self.stats["duplicates_started"] += 1
+        w.duplicates += 1
+        self._dups.add((w.rank, idx))
+        return [self._give(w, idx, now)]
+
+    def _duplicate(self, w, now):
+        rate = w.rate()
+        if rate is None:
+            return None
+        best, latest = None, 0.0
+        for o in self.workers.values():
+            if o is w or not o.outstanding:
+                continue
+            for idx, t_end in self.finish_times(o, now).items():
+                if self.done[idx] or len(self.owners[idx]) > 1:
+                    continue
+                mine = now + self.hedge * self.sizes[idx] / rate + MARGIN_S
+                if t_end > mine and t_end > latest:
+                    best, latest = idx, t_end
+        return best
+
+    # -- bookkeeping ----------------------------------------------------------------
+    def _give(self, w, idx, now):
+        if not w.outstanding:
+            w.t0 = now
+        w.outstanding.append(idx)
+        self.owners[idx].add(w.rank)
+        return idx
+
+    def _end(self, rank, idx, busy_s, now, cancelled=False):
+        w = self.workers[rank]
+        if not w.outstanding or w.outstanding[0] != idx:
+            raise RuntimeError(f"scheduler: worker {rank} ended part {idx}, but holds "
+                               f"{list(w.outstanding)}")
+        w.outstanding.popleft()
+        w.t0 = now
+        if not cancelled:
+            w.frames += self.sizes[idx]
+            w.busy_s += float(busy_s)
+            w.parts += 1
+        else:
+            w.cancelled += 1
+        return w
