@@ -66,14 +66,17 @@ def test_cpu_worker_beside_gpus_takes_only_what_it_finishes_in_time():
     sizes = guided_sizes(600, 2)
     s = _sched(sizes, ["gpu", "gpu", "cpu"])
     assert s.on_ready(0, 0.0) == [0] and s.on_ready(1, 0.0) == [1]
+    assert s.on_ready(2, 0.0) == []  # it waits for the GPU workers' first rate
+    s.on_done(0, 0, sizes[0] / 150, sizes[0] / 150)
     # before it has a rate a CPU worker takes the shortest part open to it, not the next
-    first = s.on_ready(2, 0.0)
-    assert len(first) == 1 and sizes[first[0]] < sizes[2]
+    first = s.idle(sizes[0] / 150)
+    assert len(first) == 1 and first[0][0] == 2
+    first = [first[0][1]]
+    assert sizes[first[0]] < sizes[2]
     # 4 tail parts (2 per GPU worker) are never open to it
     assert first[0] not in list(s.pending)[-4:]
     # GPUs at 150 frames/s each, the CPU at 2 frames/s: it takes nothing the GPUs
     # would finish first
-    s.on_done(0, 0, sizes[0] / 150, sizes[0] / 150)
     s.on_done(1, 1, sizes[1] / 150, sizes[1] / 150)
     t = sizes[0] / 150
     assert s.on_done(2, first[0], sizes[first[0]] / 2.0, t)[2] == []

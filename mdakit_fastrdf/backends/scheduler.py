@@ -14,8 +14,10 @@ The rules (docs/design.rst, "The node engine's scheduler"):
   (:meth:`Scheduler.on_more`) once every frame it knows of has been handed to the readers.
 * **A slow worker beside fast ones** (a CPU worker beside GPU workers) takes a part only
   when it will finish it before the fast workers would finish all the rest without it, at
-  the rates measured so far in the run; its first part, before it has a rate, is the
-  smallest one left.
+  the rates measured so far in the run. It waits for the GPU workers' first rate; its
+  own first part, before it has a rate, is the shortest one open to it, and only while
+  the GPU workers have more than :data:`PROBE_S` seconds of frames left. The last
+  ``2 G`` parts (G GPU workers) are never open to it: they balance the GPUs' end.
 * **No worker holds back the end.** Once no part is left, an idle worker with a measured
   rate recomputes (duplicates) the part whose owner is predicted to finish it last, when
   it would finish it :data:`HEDGE` times sooner. The first copy to finish counts; every
@@ -233,10 +235,12 @@ class Scheduler:
             self.stats["cpu_parts_declined"] += 1
             return None
         smallest = min(open_parts, key=lambda i: (self.sizes[i], -i))
-        if rate is None or fast is None:
+        if fast is None:
+            return None  # the GPU workers' rates first: they decide what is worth taking
+        if rate is None:
             if queued or w.parts or w.outstanding:
                 return None
-            if fast is not None and self._fast_left(now) / fast < PROBE_S:
+            if self._fast_left(now) / fast < PROBE_S:
                 self.stats["cpu_parts_declined"] += 1
                 return None  # too little left for a first part of unknown length
             self.pending.remove(smallest)  # its first part: the smallest left
