@@ -410,3 +410,29 @@ def test_ring_files_removed_once_mapped(npt_universe):
     fed = _RingsGoneRDF(g, g, nbins=10, range=(0.0, 8.0)).run(
         backend=NodeBackend(gpus=None, readers=2, cpu_workers=1, part_frames=2))
     np.testing.assert_array_equal(fed.results.count_uint64, ser.results.count_uint64)
+
+
+@pytest.mark.parametrize("refgroup", [False, True], ids=["box-centre", "refgroup"])
+def test_cylindrical_rdf_beside_a_gpu_reads_its_own_frames(refgroup):
+    """CylindricalRDF's first row is the frame's axis point (the box centre or refgroup's
+    centre), which readers do not compute: beside a GPU its workers read their own frames
+    and the counts equal serial's (a 2-GPU run found readers failing on it)."""
+    from mdakit_fastrdf import CylindricalRDF
+
+    rng = np.random.default_rng(11)
+    dims = np.array([[30.0 + 0.5 * f, 31.0, 40.0, 90.0, 90.0, 90.0] for f in range(6)])
+    u = make_universe(np.stack([random_positions_in_box(rng, 300, d)[0] for d in dims]),
+                      dims, atoms_per_residue=3)
+    kw = {"refgroup": u.atoms[:12]} if refgroup else {}
+
+    def make():
+        return CylindricalRDF(u.atoms, nbins=30, range=(0.0, 9.0), axis="z", **kw)
+
+    assert not make()._can_feed()
+    ser = make().run(step=2)
+    backend = _standins()
+    par = make().run(step=2, backend=backend)
+    np.testing.assert_array_equal(par.results.count_uint64, ser.results.count_uint64)
+    assert not backend.last_run["readers"]
+    with pytest.raises(ValueError, match="readers=2: this analysis cannot take its frames"):
+        make().run(backend=_standins(readers=2))

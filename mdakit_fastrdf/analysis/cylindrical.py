@@ -431,6 +431,12 @@ class CylindricalRDF(LateralRDF):
         self._store_frame("frame_origin", point)
         return point
 
+    def _can_feed(self):
+        # Row 0 is the axis point of the frame (_frame_box: refgroup's centre or the box
+        # centre), which a reader does not compute: its workers read their own frames.
+        # (Found on a 2-GPU node, the only place readers are planned by default.)
+        return False
+
     def _take_positions(self, ix, out):
         super()._take_positions(ix[1:], out[1:])  # the atoms (rows 1:)
         out[0] = self._point_now
