@@ -189,7 +189,7 @@ class FeedClient:
         kept (and their frames issued) for :meth:`next_message`.
     """
 
-    def __init__(self, rank, ring, tasks, filled, conn, preissued=0, lookahead=0):
+    def __init__(self, rank, ring, tasks, filled, conn, preissued=0, lookahead=0, gen=0):
         self.rank = rank
         self.ring = Ring(*ring)
         self.tasks, self.filled, self.conn = tasks, filled, conn
@@ -206,6 +206,9 @@ class FeedClient:
         # ("more"), so that the readers read across the end of a part; 0: never asks
         self.lookahead = int(lookahead)
         self.asked = False
+        # the run (a warm engine's workers and readers serve several): readings and
+        # notices of another run are not this one's
+        self.gen = int(gen)
 
     # -- messages from the parent ---------------------------------------------------
     def _take(self, msg):
@@ -248,7 +251,7 @@ class FeedClient:
             pos = self.next_position
             self.next_position += 1
             self.issued.append((pos, frame))
-            self.tasks.put((self.rank, pos % n, pos, frame))
+            self.tasks.put((self.gen, self.rank, pos % n, pos, frame))
         if (self.lookahead and not self.asked
                 and len(self.issued) + len(self.unissued) < self.lookahead):
             self.asked = True
@@ -278,7 +281,9 @@ class FeedClient:
             t0 = time.perf_counter()
             while pos not in self.arrived:
                 try:
-                    self.arrived.add(self.filled.get(timeout=1.0))
+                    gen, got = self.filled.get(timeout=1.0)
+                    if gen == self.gen:
+                        self.arrived.add(got)
                 except queue.Empty:
                     self.poll()  # keep taking the parent's parts while the readers work
             self.wait_s += time.perf_counter() - t0
@@ -310,10 +315,14 @@ class FeedClient:
             self._issue()
 
 
-def read_frames(analysis, tasks, rings, filled):
-    """A reader's loop: frames from `tasks` into the compute workers' rings until a None.
+def read_frames(analysis, tasks, rings, filled, gen=0, first=None):
+    """A reader's loop: frames from `tasks` into the compute workers' rings.
 
-    ``rings``: ``{rank: Ring}`` (mapped); ``filled``: ``{rank: queue}``."""
+    ``rings``: ``{rank: Ring}`` (mapped); ``filled``: ``{rank: queue}``. Tasks are
+    ``(gen, rank, slot, position, frame)``; those of an earlier run are skipped. Returns
+    None at a None task (the end), or the first task of a later run (a warm engine's
+    reader then takes that run's analysis and rings, and goes on with the task).
+    `first`: a task of this run already taken off the queue."""
     n_rows = analysis._prepare_reader()
     for q in filled.values():
         q.cancel_join_thread()  # the parent ends readers when the run is done
@@ -323,10 +332,14 @@ def read_frames(analysis, tasks, rings, filled):
                                f"this reader's analysis {n_rows}")
     trajectory = analysis._trajectory
     while True:
-        task = tasks.get()
+        task, first = (first, None) if first is not None else (tasks.get(), None)
         if task is None:
-            break
-        rank, slot, pos, frame = task
+            return None
+        if task[0] != gen:
+            if task[0] < gen:
+                continue  # a reading of an earlier run: nobody waits for it
+            return task
+        _, rank, slot, pos, frame = task
         ring = rings[rank]
         try:
             ts = trajectory[frame]
@@ -337,4 +350,4 @@ def read_frames(analysis, tasks, rings, filled):
                              f"worker {rank})")
             raise
         ring.write_meta(slot, pos, ts, kind)
-        filled[rank].put(pos)
+        filled[rank].put((gen, pos))

@@ -46,6 +46,12 @@ class _Worker:
     fed: bool = False
     unsent: list = field(default_factory=list)  # parts to send once the payload is sent
     has_payload: bool = False
+    mapped: bool = False  # it said ready in this run (mapped the run's files)
+
+    def reset(self):
+        """A warm engine's process, at the start of its next run."""
+        self.status, self.part, self.mapped, self.has_payload = "starting", None, False, True
+        self.unsent, self.feed_wait_s, self.devices_used = [], 0.0, set()
     feed_wait_s: float = 0.0
 
     def rate(self):
@@ -184,7 +190,27 @@ class NodeBackend(_OwnBackend):
         self.pin = pin
         self.specs = [s for s in self.plan("auto") if s.kind != "reader"]
         self.last_run = None
+        self._pool = None
         super().__init__(len(self.specs))
+
+    # -- a warm engine ---------------------------------------------------------------------
+    def __enter__(self):
+        """``with NodeBackend(...) as node:`` keeps the workers and readers (and the GPU
+        workers' CUDA contexts) alive from one run to the next, until the block ends: a
+        notebook running many analyses on one trajectory starts them once."""
+        if self._pool is None:
+            self._pool = _Pool()
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def close(self):
+        """End the processes a ``with`` block kept (called when the block ends)."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
 
     def plan(self, device="auto", feedable=True) -> list:
         """The workers for an analysis with this `device` (a list of :class:`WorkerSpec`,
@@ -383,11 +409,17 @@ class _NodeRun:
         self.bar = backend._progress_bar(sum(self.sizes))
         self.timeline = {"first_ready_s": None, "parts_done_s": []}
         self.sched = None
+        self.payload_file = None
 
     # -- start ---------------------------------------------------------------------------
     def start(self):
         mp = self.mp
         specs, reader_specs = self.specs, self.reader_specs
+        pool = self.backend._pool
+        if pool is not None and not pool.fits(specs + reader_specs):
+            pool.close()  # another plan (device, readers): new processes
+        live = pool.live() if pool is not None else {}
+        self.gen = pool.next_gen() if pool is not None else 0
         if reader_specs:
             # one ring of frame slots per compute worker (feed.py); queues of the spawn
             # context serve forked and spawned processes alike
@@ -403,26 +435,32 @@ class _NodeRun:
             # ahead: twice its share of the readers, so that every reader has a frame
             self.lookahead = min(n_slots, 2 * math.ceil(len(reader_specs) / len(specs)) + 2)
             where = ring_directory(len(specs) * n_slots * slot_bytes)
-            qctx = mp.get_context("spawn")
-            self.tasks = qctx.Queue()
+            if pool is not None and pool.tasks is not None:
+                self.tasks, self.filled = pool.tasks, pool.filled
+            else:
+                qctx = mp.get_context("spawn")
+                self.tasks = qctx.Queue()
+                self.filled = {spec.rank: qctx.Queue() for spec in specs}
             for spec in specs:
                 self.rings[spec.rank] = Ring.new(n_slots, n_rows, where)
-                self.filled[spec.rank] = qctx.Queue()
         self.flags = CancelFlags.new(len(self.computations),
                                      ring_directory(len(self.computations)))
         states = [WorkerState(s.rank, "gpu" if s.kind == "gpu" else "cpu",
                               fed=bool(self.rings), lookahead=self.lookahead) for s in specs]
         self.sched = Scheduler(self.sizes, states)
         now = time.perf_counter()
+        self.payload_file = None
+        if live:
+            # a warm engine: the same processes take this run's analysis from a file
+            self.payload_file = os.path.join(ring_directory(len(self.payload)),
+                                             f"mdakit-fastrdf-run-{os.getpid()}-{self.gen}")
+            with open(self.payload_file, "wb") as f:
+                f.write(self.payload)
         for spec in specs + reader_specs:
-            ctx = mp.get_context(spec.start_method)
-            parent_conn, child_conn = ctx.Pipe(duplex=True)
-            inherit = spec.start_method == "fork"
-            self.to_send += not inherit
             first = []
             if spec.kind == "reader":
-                feed = ("reader", self.tasks, {r: g.spec() for r, g in self.rings.items()},
-                        self.filled)
+                light = {r: g.spec() for r, g in self.rings.items()}
+                feed = ("reader", self.tasks, light, self.filled)
             elif self.rings:
                 # A fed worker gets its first parts now, and the readers start on their
                 # frames while the worker starts (a GPU worker: imports, CUDA)
@@ -430,26 +468,40 @@ class _NodeRun:
                 ring = self.rings[spec.rank]
                 frames = [int(f) for i in first for f in self.computations[i][:, 1]]
                 pre = frames[: ring.n_slots]
-                self.preissue.extend((spec.rank, pos % ring.n_slots, pos, frame)
+                self.preissue.extend((self.gen, spec.rank, pos % ring.n_slots, pos, frame)
                                      for pos, frame in enumerate(pre))
+                light = (ring.spec(), len(pre), self.lookahead)
                 feed = (ring.spec(), self.tasks, self.filled[spec.rank], len(pre),
                         self.lookahead)
             else:
-                feed = None
-            proc = ctx.Process(target=_worker_main, name=f"mdakit-fastrdf-{spec.rank}",
-                               args=(child_conn, spec, self.payload if inherit else None,
-                                     self.backend.pin, os.getpid(), feed, self.flags.spec()),
-                               daemon=True)
-            proc.start()
-            child_conn.close()
-            w = _Worker(spec, proc, parent_conn, fed=bool(self.rings), has_payload=inherit)
+                light = feed = None
+            if spec.rank in live:
+                w = live[spec.rank]
+                w.reset()
+                w.conn.send(("run", self.payload_file, light, self.flags.spec(), self.gen))
+            else:
+                ctx = mp.get_context(spec.start_method)
+                parent_conn, child_conn = ctx.Pipe(duplex=True)
+                inherit = spec.start_method == "fork"
+                self.to_send += not inherit
+                proc = ctx.Process(target=_worker_main, name=f"mdakit-fastrdf-{spec.rank}",
+                                   args=(child_conn, spec, self.payload if inherit else None,
+                                         self.backend.pin, os.getpid(), feed,
+                                         self.flags.spec(), self.gen, pool is not None),
+                                   daemon=True)
+                proc.start()
+                child_conn.close()
+                w = _Worker(spec, proc, parent_conn, fed=bool(self.rings), has_payload=inherit)
             (self.readers if spec.kind == "reader" else self.workers).append(w)
             self.by_rank[spec.rank] = w
             if first:
                 w.status = "busy"
                 w.unsent = [("part", idx, self.computations[idx]) for idx in first]
-                if inherit:
+                if w.has_payload:
                     self.send_unsent(w)
+        if pool is not None:
+            pool.adopt(specs + reader_specs, self.workers + self.readers, self.tasks,
+                       self.filled)
         # the readers' first frames, once every process is started (a put starts the
         # queue's feeder thread here: no fork after it)
         for task in self.preissue:
@@ -504,7 +556,9 @@ class _NodeRun:
         self.send_unsent(w)
 
     def on_ready(self, w, msg, now):
-        w.pid, w.cpus = msg[2]["pid"], msg[2]["cpus"]
+        if msg[2].get("gen", self.gen) != self.gen:
+            return  # a reader of a warm engine that had no task in an earlier run
+        w.pid, w.cpus, w.mapped = msg[2]["pid"], msg[2]["cpus"], True
         self.unlink_when_mapped()
         if w.spec.kind == "reader":
             w.status = "reading"
@@ -573,7 +627,7 @@ class _NodeRun:
         """Once every process of the run has mapped the rings and the cancel flags (it said
         ready), their files go: the mappings stay, and nothing is left behind however the
         run ends."""
-        if all(x.pid is not None for x in self.workers + self.readers):
+        if all(x.mapped for x in self.workers + self.readers):
             for ring in self.rings.values():
                 ring.unlink()
             if self.flags is not None:
@@ -582,15 +636,32 @@ class _NodeRun:
     # -- end -----------------------------------------------------------------------------
     def finish(self):
         b = self.backend
-        b._shutdown(self.readers, graceful=False)  # they hold nothing: end them first
-        b._shutdown(self.workers, graceful=self.ok)
+        pool = b._pool
+        if pool is not None and self.ok:
+            # a warm engine keeps its processes: idle workers end the run and wait for the
+            # next; one still busy (a cancelled copy) is not waited for but ended
+            busy = [w for w in self.workers if w.status == "busy"]
+            pool.end_run([w for w in self.workers if w not in busy])
+            b._shutdown(busy, graceful=False)
+            pool.forget(busy)
+        else:
+            if pool is not None:
+                pool.forget(self.workers + self.readers)
+            b._shutdown(self.readers, graceful=False)  # they hold nothing: end them first
+            b._shutdown(self.workers, graceful=self.ok)
+        if self.payload_file:
+            try:
+                os.unlink(self.payload_file)
+            except FileNotFoundError:
+                pass
         for ring in self.rings.values():
             ring.close(unlink=True)
         if self.flags is not None:
             self.flags.close(unlink=True)
-        for q in ([self.tasks] if self.tasks is not None else []) + list(self.filled.values()):
-            q.close()
-            q.cancel_join_thread()
+        if pool is None or not pool.workers:
+            for q in ([self.tasks] if self.tasks is not None else []) + list(self.filled.values()):
+                q.close()
+                q.cancel_join_thread()
         if self.bar is not None:
             self.bar.close()
         states = self.sched.workers if self.sched is not None else {}
@@ -620,3 +691,88 @@ class _NodeRun:
                          "cpus": w.cpus or list(w.spec.cpus)}
                         for w in self.readers],
         }
+
+
+class _Pool:
+    """The processes a warm engine (``with NodeBackend() as node:``) keeps between runs:
+    compute workers with their engines (a GPU worker's CUDA context), readers, and the
+    feed's queues they were started with. A run whose plan differs (another device, an
+    analysis without readers) replaces them."""
+
+    def __init__(self):
+        self.key, self.procs, self.tasks, self.filled, self.gen = None, {}, None, {}, 0
+
+    @property
+    def workers(self):
+        return list(self.procs.values())
+
+    def fits(self, specs):
+        return self.key is None or self.key == tuple(specs)
+
+    def live(self):
+        return {r: w for r, w in self.procs.items() if w.proc.exitcode is None}
+
+    def next_gen(self):
+        self.gen += 1
+        return self.gen
+
+    def adopt(self, specs, workers, tasks, filled):
+        self.key = tuple(specs)
+        self.procs = {w.spec.rank: w for w in workers}
+        self.tasks, self.filled = tasks, filled
+
+    def forget(self, workers):
+        for w in workers:
+            if self.procs.get(w.spec.rank) is w:
+                del self.procs[w.spec.rank]
+        if not self.procs:
+            self.key, self.tasks, self.filled = None, None, {}
+
+    def end_run(self, workers):
+        """Tell idle compute workers the run is over; wait (briefly) for their answer, so
+        that nothing of this run is left in their pipes. One that does not answer is
+        ended."""
+        deadline = time.monotonic() + 5.0
+        for w in workers:
+            try:
+                w.conn.send(("end",))
+            except OSError:
+                w.status = "gone"
+        for w in workers:
+            while w.status != "gone":
+                left = deadline - time.monotonic()
+                try:
+                    if left <= 0 or not w.conn.poll(left):
+                        raise OSError
+                    msg = w.conn.recv()
+                except (OSError, EOFError):
+                    w.status = "gone"
+                    break
+                if msg[0] == "ended":
+                    w.status = "idle"
+                    break
+        gone = [w for w in workers if w.status == "gone"]
+        NodeBackend._shutdown(gone, graceful=False)
+        self.forget(gone)
+
+    def close(self):
+        procs = self.workers
+        for w in procs:
+            try:
+                w.conn.send(("exit",))
+            except (OSError, ValueError):
+                pass
+        deadline = time.monotonic() + 2.0
+        for w in procs:
+            w.proc.join(max(0.0, deadline - time.monotonic()))
+        NodeBackend._shutdown([w for w in procs if w.proc.exitcode is None], graceful=False)
+        for w in procs:
+            try:
+                w.conn.close()
+            except OSError:
+                pass
+        for q in ([self.tasks] if self.tasks is not None else []) + list(self.filled.values()):
+            q.close()
+            q.cancel_join_thread()
+        self.procs = {}
+        self.forget([])

@@ -64,7 +64,7 @@ def _private_progress_lock():
 
 
 def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, parent_pid: int,
-                 feed=None, cancel=None):
+                 feed=None, cancel=None, gen=0, pooled=False):
     """A node backend worker: compute the parts the parent sends on `conn` with the
     pickled analysis `payload` (None: ask the parent for it on `conn`, as a worker that did
     not fork does) until the parent says stop.
@@ -73,7 +73,12 @@ def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, paren
     frames issued by the parent, lookahead)`` for a worker fed by readers (:mod:`.feed`),
     or ``('reader', task queue, {rank: ring spec}, {rank: filled queue})`` for a reader.
     `cancel`: :meth:`.CancelFlags.spec` of the run's cancel flags: a part whose flag is
-    set stops at its next frame and is reported as ``("cancelled", idx, seconds, wait)``."""
+    set stops at its next frame and is reported as ``("cancelled", idx, seconds, wait)``.
+
+    `pooled` (a warm engine, ``with NodeBackend() as node``): at the end of a run
+    (``("end",)``) the worker answers ``("ended", rank)`` and waits for the next run,
+    ``("run", payload file, feed, cancel, gen)`` with the feed's queues left out (the ones
+    it started with serve every run), until ``("exit",)``. `gen` numbers the runs."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it stops us on Ctrl-C
     _die_with_parent()
     # The caller died before prctl? A forked or spawned worker is the caller's child; one
@@ -88,7 +93,7 @@ def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, paren
             pass
     elif os.getppid() != parent_pid:
         os._exit(1)
-    idx = None
+    state = {"idx": None}
     try:
         if pin and spec.cpus and hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(0, spec.cpus)
@@ -99,50 +104,42 @@ def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, paren
         if payload is None:  # not forked: the parent sends it once we are running
             conn.send(("hello", spec.rank))
             payload = conn.recv_bytes()
-        func = pickle.loads(payload)
-        del payload
-        cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-        # A fed worker or reader maps its rings before it says ready: once every process of
-        # the run has, the parent removes the rings' files (the mappings stay), so that
-        # nothing is left in /dev/shm whatever ends the run.
-        client = rings = None
         if feed is not None and feed[0] == "reader":
             _, tasks, ring_specs, filled = feed
-            rings = {rank: Ring(*r) for rank, r in ring_specs.items()}
-        elif feed is not None:
-            ring, tasks, filled, preissued, lookahead = feed
-            client = FeedClient(spec.rank, ring, tasks, filled, conn, preissued, lookahead)
-        flags = CancelFlags(*cancel) if cancel is not None and rings is None else None
-        conn.send(("ready", spec.rank, {"pid": os.getpid(), "cpus": cpus}))
-        if rings is not None:
-            read_frames(_analysis_of(func), tasks, rings, filled)
+            queues = (tasks, filled)
+            pending = _reader_run(conn, spec, payload, queues, ring_specs, gen, None)
+            del payload
+            while pooled and pending is not None:
+                # the run of the task it took: its message came before its tasks
+                while True:
+                    msg = conn.recv()
+                    if msg[0] == "exit":
+                        return
+                    _, path, ring_specs, _cancel, gen = msg
+                    if gen >= pending[0]:
+                        break
+                    # a run in which it got no task (over by now): its rings are gone
+                    conn.send(("ready", spec.rank, _ready_info(gen)))
+                with open(path, "rb") as f:
+                    payload = f.read()
+                pending = _reader_run(conn, spec, payload, queues, ring_specs, gen, pending)
+                del payload
             return
-        if client is not None:
-            analysis = _analysis_of(func)
-            analysis._feed = client
-            if spec.kind == "gpu":  # its CUDA context while the readers read the first frames
-                analysis._warm_up()
-        while True:
-            msg = conn.recv() if client is None else client.next_message()
-            if msg[0] == "stop":
-                break
-            _, idx, computation = msg
-            t0 = time.perf_counter()
-            current_part(flags, idx) if flags is not None else current_part()
-            try:
-                obj = func(computation)
-            except PartCancelled:
-                wait_s = client.take_wait() if client is not None else 0.0
-                conn.send(("cancelled", idx, time.perf_counter() - t0, wait_s))
-                idx = None
-                continue
-            finally:
-                current_part()
-            # the device the part really ran on (the engine's, once it has run a frame)
-            used = getattr(getattr(obj, "_engine", None), "device_used", None)
-            wait_s = client.take_wait() if client is not None else 0.0
-            conn.send(("done", idx, _PartResult(obj), time.perf_counter() - t0, used, wait_s))
-            idx = None
+        queues = light = None
+        if feed is not None:
+            ring, tasks, filled, preissued, lookahead = feed
+            queues, light = (tasks, filled), (ring, preissued, lookahead)
+        ended = _compute_run(conn, spec, payload, queues, light, cancel, gen, state)
+        del payload
+        while pooled and ended:
+            msg = conn.recv()
+            if msg[0] == "exit":
+                return
+            _, path, light, cancel, gen = msg
+            with open(path, "rb") as f:
+                payload = f.read()
+            ended = _compute_run(conn, spec, payload, queues, light, cancel, gen, state)
+            del payload
     except (EOFError, BrokenPipeError, ConnectionResetError):
         return  # the parent has gone or closed our pipe
     except BaseException as exc:  # noqa: BLE001 - everything goes to the parent
@@ -153,7 +150,7 @@ def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, paren
         except Exception:  # noqa: BLE001 - not picklable: the parent gets its text
             blob = None
         try:
-            conn.send(("error", idx, f"{type(exc).__module__}.{type(exc).__qualname__}",
+            conn.send(("error", state["idx"], f"{type(exc).__module__}.{type(exc).__qualname__}",
                        str(exc), tb, blob))
         except Exception:  # noqa: BLE001, S110 - the parent has gone; it sees us end
             pass
@@ -162,3 +159,63 @@ def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, paren
             conn.close()
         except Exception:  # noqa: BLE001, S110 - closing anyway
             pass
+
+
+def _ready_info(gen):
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    return {"pid": os.getpid(), "cpus": cpus, "gen": gen}
+
+
+def _reader_run(conn, spec, payload, queues, ring_specs, gen, first):
+    """One run of a reader; returns the first task of a later run, or None at the end."""
+    tasks, filled = queues
+    func = pickle.loads(payload)
+    # A reader maps the rings before it says ready: once every process of the run has, the
+    # parent removes the rings' files (the mappings stay), so that nothing is left in
+    # /dev/shm whatever ends the run.
+    rings = {rank: Ring(*r) for rank, r in ring_specs.items()}
+    conn.send(("ready", spec.rank, _ready_info(gen)))
+    return read_frames(_analysis_of(func), tasks, rings, filled, gen, first)
+
+
+def _compute_run(conn, spec, payload, queues, feed, cancel, gen, state):
+    """One run of a compute worker: True when the parent ended it (``("end",)``, a warm
+    engine), False when it said stop."""
+    func = pickle.loads(payload)
+    client = None
+    if feed is not None:
+        ring, preissued, lookahead = feed
+        tasks, filled = queues
+        client = FeedClient(spec.rank, ring, tasks, filled, conn, preissued, lookahead, gen)
+    flags = CancelFlags(*cancel) if cancel is not None else None
+    conn.send(("ready", spec.rank, _ready_info(gen)))
+    if client is not None:
+        analysis = _analysis_of(func)
+        analysis._feed = client
+        if spec.kind == "gpu":  # its CUDA context while the readers read the first frames
+            analysis._warm_up()
+    while True:
+        msg = conn.recv() if client is None else client.next_message()
+        if msg[0] == "stop":
+            return False
+        if msg[0] == "end":
+            conn.send(("ended", spec.rank))
+            return True
+        _, idx, computation = msg
+        state["idx"] = idx
+        t0 = time.perf_counter()
+        current_part(flags, idx) if flags is not None else current_part()
+        try:
+            obj = func(computation)
+        except PartCancelled:
+            wait_s = client.take_wait() if client is not None else 0.0
+            conn.send(("cancelled", idx, time.perf_counter() - t0, wait_s))
+            state["idx"] = None
+            continue
+        finally:
+            current_part()
+        # the device the part really ran on (the engine's, once it has run a frame)
+        used = getattr(getattr(obj, "_engine", None), "device_used", None)
+        wait_s = client.take_wait() if client is not None else 0.0
+        conn.send(("done", idx, _PartResult(obj), time.perf_counter() - t0, used, wait_s))
+        state["idx"] = None

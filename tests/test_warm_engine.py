@@ -1,0 +1,154 @@
+"""A warm engine: ``with NodeBackend(...) as node:`` keeps its workers and readers (and a GPU
+worker's CUDA context) from one run to the next.
+
+Every run gives serial's counts; the same processes serve consecutive runs of one plan,
+also of different analyses (other rows per frame, other rings); a run of another plan, a
+failed run or a worker busy with a cancelled copy at the end replace what they must; the
+block's end ends every process and leaves no file behind. GPU workers are CPU stand-ins
+here (tests/test_cuda.py and the benchmarks run real ones).
+"""
+
+import glob
+import os
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+from mdakit_fastrdf import InterRDF, InterRDF_s, SpeciesRDF
+from mdakit_fastrdf.backends import NodeBackend
+from mdakit_fastrdf.backends.topology import NodeTopology, detect_topology
+from mdakit_fastrdf.engine import worker_placement
+
+
+def _standin(**kw):
+    t = detect_topology()
+    topo = NodeTopology(t.groups, n_gpus=1, source="test", gpu_source="stand-in")
+    return NodeBackend(gpus=[0], topology=topo, _gpu_standin=True, **kw)
+
+
+def _pids(run):
+    return sorted([w["pid"] for w in run["workers"]] + [r["pid"] for r in run["readers"]])
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return "Z" not in [x for x in f if x.startswith("State:")][0].split()[1]
+    except (OSError, IndexError):
+        return False
+
+
+def _files():
+    return set(glob.glob("/dev/shm/mdakit-fastrdf-*") + glob.glob("/tmp/mdakit-fastrdf-*"))
+
+
+def _rdf(u):
+    ow = u.select_atoms("name OW")[:500]
+    return InterRDF(ow, ow, nbins=60, range=(0.0, 12.0))
+
+
+def _species(u):
+    return SpeciesRDF(u.atoms[:700], by="name", nbins=50, range=(0.0, 10.0))
+
+
+@pytest.fixture(scope="module")
+def serial(adk_water):
+    return {"rdf": _rdf(adk_water).run().results.count_uint64,
+            "species": _species(adk_water).run().results.count_uint64}
+
+
+@pytest.mark.parametrize("make", [lambda: NodeBackend(gpus=None, cpu_workers=2), _standin],
+                         ids=["cpu-workers", "gpu-standin-and-readers"])
+def test_same_processes_serve_every_run(adk_water, serial, make):
+    before = _files()
+    with make() as node:
+        pids = []
+        for _ in range(3):
+            for name, analysis in (("rdf", _rdf), ("species", _species)):
+                r = analysis(adk_water).run(backend=node)
+                np.testing.assert_array_equal(r.results.count_uint64, serial[name])
+                pids.append(_pids(node.last_run))
+        assert all(p == pids[0] for p in pids), pids
+        assert all(_alive(p) for p in pids[0])
+    deadline = time.monotonic() + 5
+    while any(_alive(p) for p in pids[0]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in pids[0]), "the block's end ends the processes"
+    assert _files() <= before
+
+
+def test_another_plan_replaces_the_processes(adk_water, serial):
+    """InterRDF_s has no GPU kernel: its plan (CPU workers) differs from InterRDF's (a GPU
+    worker and readers); the engine starts the processes each plan needs, and the counts
+    stay serial's."""
+    ow = adk_water.select_atoms("name OW")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        sites = InterRDF_s(adk_water, [[ow[:20], ow[20:40]]], nbins=40, range=(0.0, 10.0))
+        site_ref = InterRDF_s(adk_water, [[ow[:20], ow[20:40]]], nbins=40,
+                              range=(0.0, 10.0)).run().results.count
+    with _standin() as node:
+        r = _rdf(adk_water).run(backend=node)
+        first = _pids(node.last_run)
+        s = sites.run(backend=node)
+        np.testing.assert_array_equal(s.results.count[0], site_ref[0])
+        assert {w["kind"] for w in node.last_run["workers"]} == {"cpu"}
+        r = _rdf(adk_water).run(backend=node)
+        np.testing.assert_array_equal(r.results.count_uint64, serial["rdf"])
+        assert _pids(node.last_run) != first
+
+
+class RaisingRDF(InterRDF):
+    def _single_frame(self):
+        if self._ts.frame == 3:
+            raise ValueError("boom at frame 3")
+        super()._single_frame()
+
+
+def test_a_failed_run_leaves_a_working_engine(adk_water, serial):
+    with NodeBackend(gpus=None, cpu_workers=2) as node:
+        _rdf(adk_water).run(backend=node)
+        ow = adk_water.select_atoms("name OW")[:500]
+        with pytest.raises(ValueError, match="boom at frame 3"):
+            RaisingRDF(ow, ow, nbins=60, range=(0.0, 12.0)).run(backend=node)
+        r = _rdf(adk_water).run(backend=node)
+        np.testing.assert_array_equal(r.results.count_uint64, serial["rdf"])
+
+
+class SlowWorkerRDF(InterRDF):
+    """Worker rank 0 takes 1.5 s a frame."""
+
+    def _single_frame(self):
+        p = worker_placement()
+        if p is not None and p.rank == 0:
+            time.sleep(1.5)
+        super()._single_frame()
+
+
+def test_a_worker_busy_with_a_cancelled_copy_is_replaced(adk_water, serial):
+    """The slow worker's part is recomputed by the other and the run ends at once; the
+    slow worker, still in its frame, is replaced for the next run."""
+    if sum(len(g.cpus) for g in detect_topology().groups) < 2:
+        pytest.skip("needs two cores")
+    ow = adk_water.select_atoms("name OW")[:500]
+    with NodeBackend(gpus=None, cpu_workers=2, part_frames=5) as node:
+        t0 = time.perf_counter()
+        r = SlowWorkerRDF(ow, ow, nbins=60, range=(0.0, 12.0)).run(backend=node)
+        assert time.perf_counter() - t0 < 6.0
+        np.testing.assert_array_equal(r.results.count_uint64, serial["rdf"])
+        slow_pid = [w["pid"] for w in node.last_run["workers"] if w["rank"] == 0][0]
+        r = _rdf(adk_water).run(backend=node)
+        np.testing.assert_array_equal(r.results.count_uint64, serial["rdf"])
+        assert slow_pid not in _pids(node.last_run)
+
+
+def test_without_a_block_nothing_is_kept(adk_water):
+    node = NodeBackend(gpus=None, cpu_workers=1)
+    _rdf(adk_water).run(backend=node)
+    first = _pids(node.last_run)
+    _rdf(adk_water).run(backend=node)
+    assert not set(first) & set(_pids(node.last_run))
+    node.close()  # (nothing to close: harmless)
+    assert os.getpid() not in first
