@@ -30,6 +30,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import multiprocessing as mp
@@ -44,11 +45,16 @@ import numpy as np
 DENSITY = 0.1  # atoms per cubic Angstrom
 
 
+@functools.lru_cache(maxsize=2)
+def _start(n_atoms, seed):
+    L = (n_atoms / DENSITY) ** (1 / 3)
+    return np.random.default_rng(seed).random((n_atoms, 3), dtype=np.float32) * L, L
+
+
 def _positions(n_atoms, frame, seed=1):
     """Frame `frame` of the liquid: start positions plus a displacement that grows as
     sqrt(frame) (diffusion), wrapped into the cubic box."""
-    L = (n_atoms / DENSITY) ** (1 / 3)
-    x0 = np.random.default_rng(seed).random((n_atoms, 3), dtype=np.float32) * L
+    x0, L = _start(n_atoms, seed)
     step = np.random.default_rng(seed + 1 + frame).standard_normal((n_atoms, 3),
                                                                    dtype=np.float32)
     return np.mod(x0 + 0.3 * math.sqrt(frame) * step, L).astype(np.float32), L
@@ -148,7 +154,7 @@ import MDAnalysis as mda
 from mdakit_fastrdf import InterRDF
 from mdakit_fastrdf.backends import NodeBackend
 
-path, fmt, n_atoms, kw, opts, out = json.loads(sys.argv[1])
+path, fmt, n_atoms, kw, opts, out, warm = json.loads(sys.argv[1])
 u = mda.Universe.empty(n_atoms, trajectory=True)
 u.load_new(path, format=fmt)
 standin = opts.pop("_gpu_standin", False)
@@ -159,19 +165,32 @@ if standin:  # no GPU here: CPU stand-ins of the GPU workers (a smoke test)
                                     gpu_source="stand-in")
 backend = NodeBackend(**opts, _gpu_standin=standin)
 plan = backend.describe()
-t0 = time.perf_counter()
-r = InterRDF(u.atoms, u.atoms, **kw).run(backend=backend)
-wall = time.perf_counter() - t0
-np.save(out, r.results.count_uint64)
-lr = backend.last_run
-print(json.dumps({"wall": wall, "plan": plan, "lr": lr}, default=str))
+if not warm:
+    t0 = time.perf_counter()
+    r = InterRDF(u.atoms, u.atoms, **kw).run(backend=backend)
+    wall = time.perf_counter() - t0
+    np.save(out, r.results.count_uint64)
+    print(json.dumps({"wall": wall, "plan": plan, "lr": backend.last_run}, default=str))
+else:  # a warm engine: [(stop, label), ...] run one after the other in one with block
+    walls, lrs, pids = [], [], []
+    with backend as node:
+        for stop in warm:
+            t0 = time.perf_counter()
+            r = InterRDF(u.atoms, u.atoms, **kw).run(backend=node, stop=stop)
+            walls.append(time.perf_counter() - t0)
+            lrs.append(node.last_run)
+            pids.append(sorted(w["pid"] for w in node.last_run["workers"]))
+            if stop is None:
+                np.save(out, r.results.count_uint64)
+    print(json.dumps({"walls": walls, "plan": plan, "lrs": lrs, "same_pids":
+                      all(p == pids[0] for p in pids)}, default=str))
 """
 
 
-def fresh_run(path, fmt, n_atoms, kw, opts):
+def fresh_run(path, fmt, n_atoms, kw, opts, warm=None):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "counts.npy")
-        spec = json.dumps([path, fmt, n_atoms, kw, opts, out])
+        spec = json.dumps([path, fmt, n_atoms, kw, opts, out, warm])
         proc = subprocess.run([sys.executable, "-c", _FRESH, spec], capture_output=True,
                               text=True)
         if proc.returncode != 0:
@@ -180,15 +199,29 @@ def fresh_run(path, fmt, n_atoms, kw, opts):
         return info, np.load(out)
 
 
-def steady(lr):
-    done = lr["parts_done_s"]
-    sizes = lr.get("part_sizes") or []
-    if len(done) < 2 or not sizes:
-        return float("nan")
-    return (sum(sizes) - sizes[0]) / max(done[-1] - done[0], 1e-9)
+def busy_rate(lr):
+    """Frames per busy second of the GPU workers together (each worker's frames over the
+    seconds it spent on its parts): the rate the run would have without its start and
+    end."""
+    gw = [w for w in lr["workers"] if w["kind"] == "gpu"]
+    return sum(w["frames"] / w["busy_s"] for w in gw if w["busy_s"] > 0)
 
 
-def dask_run(path, fmt, n_atoms, kw, n_gpus):
+def _pin_all_threads(cpus):
+    """This dask worker process, every thread of it, on `cpus` (its share of the node)."""
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except OSError:
+            pass
+    return sorted(os.sched_getaffinity(0))
+
+
+def dask_run(path, fmt, n_atoms, kw, layout, engine):
+    """A dask.distributed cluster of one worker per entry of `layout` ((visible GPUs,
+    cpus) each), the analysis run on it twice (the first run starts the dask workers' node
+    engines, the second finds them warm). Returns ([wall, wall], counts)."""
+    import dask
     from distributed import Client, Nanny, Scheduler, SpecCluster
 
     from mdakit_fastrdf import InterRDF
@@ -196,15 +229,23 @@ def dask_run(path, fmt, n_atoms, kw, n_gpus):
 
     u = _universe(path, fmt, n_atoms)
     workers = {i: {"cls": Nanny, "options": {"nthreads": 1, "env": {
-        "CUDA_VISIBLE_DEVICES": str(i)}}} for i in range(n_gpus)}
-    cluster = SpecCluster(workers=workers, scheduler={
-        "cls": Scheduler, "options": {"dashboard_address": None}})
+        "CUDA_VISIBLE_DEVICES": vis}}} for i, (vis, _) in enumerate(layout)}
+    with dask.config.set({"distributed.worker.daemon": False}):
+        cluster = SpecCluster(workers=workers, scheduler={
+            "cls": Scheduler, "options": {"dashboard_address": None}})
     with cluster, Client(cluster) as client:
-        client.wait_for_workers(n_gpus)
-        b = DaskDistributedBackend(client, threads_per_worker=1)
-        t0 = time.perf_counter()
-        r = InterRDF(u.atoms, u.atoms, **kw).run(backend=b)
-        return time.perf_counter() - t0, r.results.count_uint64
+        client.wait_for_workers(len(layout))
+        for (_, cpus), addr in zip(layout, sorted(client.scheduler_info()["workers"],
+                                                  key=lambda a: client.scheduler_info()[
+                                                      "workers"][a]["name"])):
+            client.run(_pin_all_threads, list(cpus), workers=[addr])
+        b = DaskDistributedBackend(client, threads_per_worker=1, engine=engine)
+        walls = []
+        for _ in range(2):
+            t0 = time.perf_counter()
+            r = InterRDF(u.atoms, u.atoms, **kw).run(backend=b)
+            walls.append(time.perf_counter() - t0)
+        return walls, r.results.count_uint64
 
 
 def main(argv=None):
@@ -217,6 +258,8 @@ def main(argv=None):
                    help="frames each decoding process reads for the ceiling")
     p.add_argument("--no-dask", action="store_true")
     p.add_argument("--no-hybrid", action="store_true")
+    p.add_argument("--warm", action="store_true",
+                   help="also a warm engine: run, run again, then 40 frames")
     p.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "fastrdf-scaling"))
     args = p.parse_args(argv)
 
@@ -257,9 +300,9 @@ def main(argv=None):
             opts = {"gpus": g, "_gpu_standin": standin}
             info, cnt = fresh_run(path, fmt, args.atoms, kw, opts)
             lr = info["lr"]
-            st = steady(lr)
+            st = busy_rate(lr)
             gw = [w for w in lr["workers"] if w["kind"] == "gpu"]
-            notes = (f"steady {st:.0f}/s; ready {lr['first_ready_s']:.2f} s; "
+            notes = (f"busy rate {st:.0f}/s; ready {lr['first_ready_s']:.2f} s; "
                      f"{lr['n_parts']} parts; busy " + "/".join(f"{w['busy_s']:.2f}" for w in gw)
                      + " s; waited " + "/".join(f"{w['feed_wait_s']:.2f}" for w in gw)
                      + f" s; {len(lr['readers'])} readers; dup {lr['duplicates_started']}")
@@ -279,10 +322,32 @@ def main(argv=None):
                          f"{lr.get('cancelled', 0)}, declined {lr.get('cpu_parts_declined', 0)}")
                 hrate = record(fmt, f"node, {g} GPU + 2 CPU workers", info["wall"], cnt, notes)
                 rows[-1][-1] += f"; {hrate / rate:.2f}x GPUs alone"
+            if args.warm:
+                # a warm engine: the whole run again, then the first 40 frames (issue 24)
+                info, cnt = fresh_run(path, fmt, args.atoms, kw, {"gpus": g, "_gpu_standin": standin},
+                                      warm=[None, None, 40])
+                w = info["walls"]
+                record(fmt, f"node, {g} GPU, warm engine (2nd run)", w[1], cnt,
+                       f"1st run {w[0]:.2f} s; same pids {info['same_pids']}; "
+                       f"{min(40, args.frames)} frames warm: {w[2]:.3f} s = "
+                       f"{min(40, args.frames) / w[2]:.0f} frames/s; busy rate "
+                       f"{busy_rate(info['lrs'][1]):.0f}/s")
             if not args.no_dask and not standin:
-                wall, cnt = dask_run(path, fmt, args.atoms, kw, g)
-                drate = record(fmt, f"dask.distributed, {g} worker(s), 1 GPU each", wall, cnt)
-                rows[-1][-1] += f"{drate / rate:.2f}x the node backend"
+                all_cpus = sorted(os.sched_getaffinity(0))
+                vis = ",".join(str(k) for k in range(g))
+                for engine, layout, label in (
+                        ("node", [(vis, all_cpus)], f"dask, 1 worker owning the node ({g} GPU)"),
+                        ("node", [(str(k), all_cpus[k * len(all_cpus) // g:(k + 1) * len(all_cpus) // g])
+                                  for k in range(g)], f"dask, {g} worker(s), 1 GPU + 1/{g} of the cores each"),
+                        ("parts", [(str(k), all_cpus) for k in range(g)], f"dask parts, {g} worker(s), 1 GPU each")):
+                    if engine == "parts" and (fmt == "XTC" or g > 1):
+                        continue  # (slow; measured once per format above)
+                    if label.startswith(f"dask, {g} worker") and g == 1:
+                        continue  # (the same as the row before)
+                    walls, cnt = dask_run(path, fmt, args.atoms, kw, layout, engine)
+                    drate = record(fmt, label + ", 2nd run", walls[1], cnt,
+                                   f"1st run {walls[0]:.2f} s; ")
+                    rows[-1][-1] += f"{drate / rate:.2f}x the node backend"
         if one is not None and len(gpu_counts) > 1:
             rate1, st1, start, g1 = one
             for g in gpu_counts[1:]:

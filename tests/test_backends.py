@@ -670,6 +670,55 @@ def test_dask_client_identical(adk, dask_client, make):
     _assert_identical(par2, ser)
 
 
+@pytest.fixture(scope="module")
+def dask_node_client():
+    """Two dask workers that may start processes (not daemonic): node engines."""
+    distributed = pytest.importorskip("distributed")
+    import dask
+
+    with dask.config.set({"distributed.worker.daemon": False}):
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1,
+                                           processes=True, dashboard_address=None)
+    client = distributed.Client(cluster, set_as_default=False)
+    yield client
+    client.close()
+    cluster.close()
+
+
+@pytest.mark.parametrize("make", ANALYSES[:3])
+def test_dask_node_engines_identical(adk, dask_node_client, make):
+    """Each dask task a block of parts run by the dask worker's node engine (kept warm
+    between tasks): the serial counts, with the node engine's workers in each dask
+    worker (one block per worker here, then two)."""
+    ser = make(adk).run()
+    for blocks in (1, 2):
+        b = DaskDistributedBackend(dask_node_client, blocks_per_worker=blocks,
+                                   node_options={"gpus": None, "cpu_workers": 1})
+        assert b.engine == "node"
+        par = make(adk).run(backend=b)
+        _assert_identical(par, ser)
+    # the node engines stay in the dask workers, warm, between runs
+    pids = dask_node_client.run(_node_engine_pids)
+    assert all(p for p in pids.values()), pids
+
+
+def _node_engine_pids():
+    from mdakit_fastrdf.backends.dask_backend import _dask_nodes
+
+    return [w.pid for node, _ in _dask_nodes.values() for w in node._pool.workers]
+
+
+def test_dask_daemonic_workers_run_parts_and_say_how_to_get_node_engines(dask_client):
+    with pytest.warns(RuntimeWarning, match="distributed.worker.daemon"):
+        b = DaskDistributedBackend(dask_client)
+    assert b.engine == "parts"
+    b = DaskDistributedBackend(dask_client, engine="parts")  # chosen: no warning
+    with pytest.raises(ValueError, match="engine must be"):
+        DaskDistributedBackend(dask_client, engine="gpu")
+    with pytest.raises(ValueError, match="leave topology out"):
+        DaskDistributedBackend(dask_client, engine="parts", node_options={"topology": 1})
+
+
 def test_dask_client_progress_bar(adk, dask_client, capsys):
     ow = adk.select_atoms("name OW")[:200]
     InterRDF(ow, ow).run(backend="dask", verbose=True)

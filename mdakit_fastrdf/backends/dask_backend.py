@@ -9,6 +9,7 @@ import collections
 import pickle
 import threading
 import uuid
+import warnings
 
 from ..engine import (
     WorkerPlacement,
@@ -18,6 +19,7 @@ from ..engine import (
 )
 from .base import _OwnBackend, _PartResult, _quiet
 from .planning import _AUTO, _check_auto_int
+from .scheduler import guided_sizes
 
 __all__ = ["DaskDistributedBackend"]
 
@@ -88,7 +90,8 @@ class DaskDistributedBackend(_OwnBackend):
     """
 
     def __init__(self, client=None, n_workers=None, *, threads_per_worker=_AUTO,
-                 parts_per_worker=4, resources=None):
+                 parts_per_worker=4, resources=None, engine=_AUTO, node_options=None,
+                 blocks_per_worker=2):
         if client is None:
             client = _default_client()
             if client is None:
@@ -105,9 +108,43 @@ class DaskDistributedBackend(_OwnBackend):
         if resources is not None and not isinstance(resources, dict):
             raise TypeError(f"resources must be a dict such as {{'GPU': 1}}, got {resources!r}")
         self.resources = resources
+        if engine not in (_AUTO, "node", "parts"):
+            raise ValueError(f"engine must be 'auto', 'node' or 'parts', got {engine!r}")
+        if node_options is not None and not isinstance(node_options, dict):
+            raise TypeError(f"node_options must be a dict of NodeBackend options, got "
+                            f"{node_options!r}")
+        self.node_options = dict(node_options or {})
+        if "topology" in self.node_options:
+            raise ValueError("node_options: each dask worker plans for its own node; "
+                             "leave topology out")
+        self.blocks_per_worker = _check_auto_int(
+            "blocks_per_worker", blocks_per_worker, 1,
+            "it is the number of node-sized blocks of frames per dask worker")
         if n_workers is None:
             n_workers = max(1, len(self._workers()))
         super().__init__(n_workers)
+        self.engine = engine if engine != _AUTO else self._node_engines_possible()
+        self._block_counts = None
+
+    def _node_engines_possible(self):
+        """'node' when every dask worker may start processes (a daemonic process may not:
+        start the workers with ``distributed.worker.daemon: False``), else 'parts' with a
+        warning that says how to get node engines."""
+        try:
+            daemonic = self.client.run(_worker_is_daemonic)
+        except Exception:  # noqa: BLE001 - a client that cannot run on its workers
+            daemonic = {None: True}
+        if daemonic and not any(daemonic.values()):
+            return "node"
+        warnings.warn(
+            "DaskDistributedBackend: the dask workers are daemonic processes, which may not "
+            "start the node engine's workers and readers; each part runs in the dask "
+            "worker itself instead (engine='parts'), one frame reader per dask worker. For "
+            "the node engine in every dask worker start the cluster with "
+            "dask.config.set({'distributed.worker.daemon': False}) (or "
+            "DASK_DISTRIBUTED__WORKER__DAEMON=False), or pass engine='parts' to choose "
+            "this.", RuntimeWarning, stacklevel=3)
+        return "parts"
 
     def _workers(self):
         try:
@@ -118,15 +155,51 @@ class DaskDistributedBackend(_OwnBackend):
     def parts_for(self, n_frames: int) -> int:
         return max(1, min(n_frames, self.parts_per_worker * self.n_workers))
 
+    def part_sizes(self, n_frames: int):
+        """With node engines: ``blocks_per_worker`` blocks of frames per dask worker, each
+        cut into parts that shrink towards the block's end (the node engine's own cut);
+        else None (``parts_per_worker`` even parts per worker)."""
+        if self.engine != "node":
+            self._block_counts = None
+            return None
+        n_blocks = max(1, min(n_frames, self.blocks_per_worker * self.n_workers))
+        bounds = [round(k * n_frames / n_blocks) for k in range(n_blocks + 1)]
+        gpus = self.node_options.get("gpus", 1)
+        per_node = gpus if isinstance(gpus, int) and gpus > 0 else (
+            len(gpus) if isinstance(gpus, (list, tuple)) and gpus else 1)
+        sizes, counts = [], []
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            block = guided_sizes(b - a, per_node)
+            sizes += block
+            counts.append(len(block))
+        self._block_counts = counts
+        return sizes
+
     def apply(self, func, computations):
-        """Submit one task per computation to the client; return the results in order."""
+        """Submit the parts to the client; return the results in order. With node engines
+        one task per block of parts, run by the node engine of the dask worker that takes
+        it; else one task per part."""
+        computations = list(computations)
+        counts = self._block_counts
+        self._block_counts = None
+        if (self.engine == "node" and computations and counts
+                and sum(counts) == len(computations)):
+            blocks, k = [], 0
+            for c in counts:
+                blocks.append(computations[k:k + c])
+                k += c
+            results = self._submit(func, blocks, _dask_node_block, self.node_options)
+            return [r for block in results for r in block]
+        return self._submit(func, computations, _dask_task, None)
+
+    def _submit(self, func, items, task, node_options):
         from distributed import as_completed
 
         try:
             import cloudpickle as _pickler
         except ImportError:  # pragma: no cover
             _pickler = pickle
-        computations = list(computations)
+        computations = list(items)
         if not computations:
             return []
         token = uuid.uuid4().hex
@@ -136,13 +209,16 @@ class DaskDistributedBackend(_OwnBackend):
             threads = dict(collections.Counter(w.get("host") for w in self._workers().values()))
         else:
             threads = self.threads_per_worker
+        extra = () if node_options is None else (node_options,)
         futures = [
-            self.client.submit(_dask_task, payload, token, comp, threads, pure=False,
+            self.client.submit(task, payload, token, comp, threads, *extra, pure=False,
                                key=f"mdakit-fastrdf-{token}-{i}", resources=self.resources)
             for i, comp in enumerate(computations)
         ]
-        bar = self._progress_bar(sum(len(c) for c in computations))
-        sizes = {f.key: len(c) for f, c in zip(futures, computations)}
+        frames = [sum(len(c) for c in comp) if node_options is not None else len(comp)
+                  for comp in computations]
+        bar = self._progress_bar(sum(frames))
+        sizes = {f.key: n for f, n in zip(futures, frames)}
         try:
             for fut in as_completed(futures):
                 if fut.status == "error":
@@ -168,3 +244,32 @@ def _dask_task(payload, token, computation, threads):
             share = 1
         threads = max(1, available_cpus() // share)
     return _dask_part(payload, token, computation, threads)
+
+
+def _worker_is_daemonic():
+    import multiprocessing
+
+    return bool(multiprocessing.current_process().daemon)
+
+
+#: the node engine of this dask worker process, kept warm between tasks and runs
+#: (its workers and readers are this process's children and die with it)
+_dask_nodes: dict = {}
+
+
+def _dask_node_block(payload, token, block, threads, node_options):
+    """A dask task of node-engine mode: a block of parts on this worker's node engine
+    (its GPUs and cores, planned from what the dask worker process may use: its CPU
+    affinity and ``CUDA_VISIBLE_DEVICES``)."""
+    from .node import NodeBackend
+
+    func = pickle.loads(payload)
+    key = tuple(sorted((k, repr(v)) for k, v in node_options.items()))
+    with _dask_lock:
+        entry = _dask_nodes.get(key)
+        if entry is None:
+            entry = _dask_nodes[key] = (NodeBackend(**node_options).__enter__(),
+                                        threading.Lock())
+    node, lock = entry
+    with lock:  # (a dask worker of several threads: one block at a time on its node)
+        return node.apply(func, block)
