@@ -258,6 +258,8 @@ def main(argv=None):
                    help="frames each decoding process reads for the ceiling")
     p.add_argument("--no-dask", action="store_true")
     p.add_argument("--no-hybrid", action="store_true")
+    p.add_argument("--dask-parts", action="store_true",
+                   help="also dask with engine='parts' (each part read by a dask worker)")
     p.add_argument("--warm", action="store_true",
                    help="also a warm engine: run, run again, then 40 frames")
     p.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "fastrdf-scaling"))
@@ -340,8 +342,8 @@ def main(argv=None):
                         ("node", [(str(k), all_cpus[k * len(all_cpus) // g:(k + 1) * len(all_cpus) // g])
                                   for k in range(g)], f"dask, {g} worker(s), 1 GPU + 1/{g} of the cores each"),
                         ("parts", [(str(k), all_cpus) for k in range(g)], f"dask parts, {g} worker(s), 1 GPU each")):
-                    if engine == "parts" and (fmt == "XTC" or g > 1):
-                        continue  # (slow; measured once per format above)
+                    if engine == "parts" and not args.dask_parts:
+                        continue  # (the parts on the dask workers themselves: slow)
                     if label.startswith(f"dask, {g} worker") and g == 1:
                         continue  # (the same as the row before)
                     walls, cnt = dask_run(path, fmt, args.atoms, kw, layout, engine)
