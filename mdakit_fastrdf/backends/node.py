@@ -419,6 +419,9 @@ class _NodeRun:
         if pool is not None and not pool.fits(specs + reader_specs):
             pool.close()  # another plan (device, readers): new processes
         live = pool.live() if pool is not None else {}
+        for w in list(pool.procs.values()) if pool is not None else []:
+            if w.spec.rank not in live:  # ended between runs: its error, or a new one
+                self.replace(w, pool)
         self.gen = pool.next_gen() if pool is not None else 0
         if reader_specs:
             # one ring of frame slots per compute worker (feed.py); queues of the spawn
@@ -475,11 +478,14 @@ class _NodeRun:
                         self.lookahead)
             else:
                 light = feed = None
-            if spec.rank in live:
-                w = live[spec.rank]
+            w = live.get(spec.rank)
+            if w is not None:
                 w.reset()
-                w.conn.send(("run", self.payload_file, light, self.flags.spec(), self.gen))
-            else:
+                try:
+                    w.conn.send(("run", self.payload_file, light, self.flags.spec(), self.gen))
+                except OSError:
+                    w = self.replace(w, pool)
+            if w is None:
                 ctx = mp.get_context(spec.start_method)
                 parent_conn, child_conn = ctx.Pipe(duplex=True)
                 inherit = spec.start_method == "fork"
@@ -508,6 +514,23 @@ class _NodeRun:
             self.tasks.put(task)
         if not self.to_send:
             self.payload = None
+
+    def replace(self, w, pool):
+        """A warm engine's process that ended between runs: the error it left, if any, is
+        raised; one that left none (killed) is replaced by a new process (None)."""
+        w.proc.join(1.0)
+        msg = None
+        try:
+            while w.conn.poll():
+                msg = w.conn.recv()
+                if msg[0] == "error":
+                    break
+        except (OSError, EOFError):
+            pass
+        pool.forget([w])
+        if msg is not None and msg[0] == "error":
+            self.backend._raise_remote(w, msg, self.computations)
+        return None
 
     # -- the loop ------------------------------------------------------------------------
     def loop(self):

@@ -107,22 +107,28 @@ def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, paren
         if feed is not None and feed[0] == "reader":
             _, tasks, ring_specs, filled = feed
             queues = (tasks, filled)
-            pending = _reader_run(conn, spec, payload, queues, ring_specs, gen, None)
+            pending, over = _reader_run(conn, spec, payload, queues, ring_specs, gen, None)
             del payload
-            while pooled and pending is not None:
-                # the run of the task it took: its message came before its tasks
+            while pooled and (pending is not None or over):
+                # the next run: the one of the task it took (whose message came before
+                # its tasks), or, after a run that ended before it started, the next one
                 while True:
                     msg = conn.recv()
                     if msg[0] == "exit":
                         return
                     _, path, ring_specs, _cancel, gen = msg
-                    if gen >= pending[0]:
+                    if pending is None or gen >= pending[0]:
                         break
-                    # a run in which it got no task (over by now): its rings are gone
+                    # a run in which it got no task (over by now): its files are gone
                     conn.send(("ready", spec.rank, _ready_info(gen)))
-                with open(path, "rb") as f:
-                    payload = f.read()
-                pending = _reader_run(conn, spec, payload, queues, ring_specs, gen, pending)
+                try:
+                    with open(path, "rb") as f:
+                        payload = f.read()
+                except FileNotFoundError:  # that run is over too
+                    pending, over = None, True
+                    continue
+                pending, over = _reader_run(conn, spec, payload, queues, ring_specs, gen,
+                                            pending)
                 del payload
             return
         queues = light = None
@@ -167,15 +173,23 @@ def _ready_info(gen):
 
 
 def _reader_run(conn, spec, payload, queues, ring_specs, gen, first):
-    """One run of a reader; returns the first task of a later run, or None at the end."""
+    """One run of a reader: ``(the first task of a later run or None at the end, False)``,
+    or ``(None, True)`` when the run was over before the reader had mapped its rings (a
+    warm engine's reader still starting when a short run ended: the run's files are
+    gone; it waits for the next run)."""
     tasks, filled = queues
     func = pickle.loads(payload)
     # A reader maps the rings before it says ready: once every process of the run has, the
     # parent removes the rings' files (the mappings stay), so that nothing is left in
     # /dev/shm whatever ends the run.
-    rings = {rank: Ring(*r) for rank, r in ring_specs.items()}
+    try:
+        rings = {rank: Ring(*r) for rank, r in ring_specs.items()}
+    except FileNotFoundError:
+        if first is not None:  # (it holds a task of this run: the run is not over)
+            raise
+        return None, True
     conn.send(("ready", spec.rank, _ready_info(gen)))
-    return read_frames(_analysis_of(func), tasks, rings, filled, gen, first)
+    return read_frames(_analysis_of(func), tasks, rings, filled, gen, first), False
 
 
 def _compute_run(conn, spec, payload, queues, feed, cancel, gen, state):
