@@ -773,7 +773,28 @@ def test_plan_four_gpu_node():
     cpu_only = plan_workers(NodeTopology.simple([32, 32], n_gpus=4), device="cpu")
     assert [s.kind for s in cpu_only] == ["cpu"] * 4
     two = plan_workers(NodeTopology.simple([32, 32], n_gpus=4), gpus=[1, 3], cpu_workers=2)
-    assert [s.device for s in two] == ["cuda:1", "cuda:3", "cpu", "cpu"]
+    assert [s.device for s in two if s.kind != "reader"] == ["cuda:1", "cuda:3", "cpu", "cpu"]
+
+
+def test_plan_hybrid_keeps_the_readers():
+    """CPU workers beside GPU workers (hybrid=True, cpu_workers=N) take one core each from
+    the readers, which still read for the GPUs (a hybrid plan without readers left the GPU
+    workers reading their own frames: 2.5x slower than GPUs alone on a 2-GPU node)."""
+    topo = NodeTopology.simple([16, 16], n_gpus=2)
+    alone = plan_workers(topo)
+    n_readers = sum(s.kind == "reader" for s in alone)
+    for kw, n_cpu in (({"hybrid": True}, 4), ({"cpu_workers": 2}, 2),
+                      ({"hybrid": True, "cpu_workers": 6}, 6)):
+        plan = plan_workers(topo, **kw)
+        cpu = [s for s in plan if s.kind == "cpu"]
+        assert len(cpu) == n_cpu and all(len(s.cpus) == 1 for s in cpu), kw
+        assert sum(s.kind == "reader" for s in plan) == n_readers - n_cpu, kw
+        used = [c for s in plan for c in s.cpus]
+        assert len(used) == len(set(used)) == 32, kw
+    # readers=0 keeps the old hybrid plan: the CPU workers take every free core
+    plan = plan_workers(topo, hybrid=True, readers=0)
+    assert not any(s.kind == "reader" for s in plan)
+    assert sum(s.n_threads for s in plan if s.kind == "cpu") == 30  # (GPU workers: 1 core)
 
 
 def test_plan_smt_threads_per_physical_core():

@@ -124,8 +124,10 @@ def test_plan_gives_free_cpus_to_readers_beside_gpus():
     one = plan_workers(topo, gpu_threads=1)
     assert len(one[0].cpus) == 1 and [s.kind for s in one].count("reader") == 15
     assert len(plan_workers(topo, readers=0)[0].cpus) == 1  # unfed: one core, as before
-    # CPU workers on request instead, and no readers for an analysis that cannot be fed
-    assert "reader" not in [s.kind for s in plan_workers(topo, hybrid=True)]
+    # CPU workers on request beside the readers (one core each taken from them), and no
+    # readers for an analysis that cannot be fed
+    hybrid = [s.kind for s in plan_workers(topo, hybrid=True)]
+    assert hybrid.count("cpu") == 2 and hybrid.count("reader") == 10
     assert [s.kind for s in plan_workers(topo, feedable=False)][:1] == ["gpu"]
     assert "reader" not in [s.kind for s in plan_workers(topo, feedable=False)]
     assert "cpu" in [s.kind for s in plan_workers(topo, feedable=False)]

@@ -79,14 +79,32 @@ class DaskDistributedBackend(_OwnBackend):
     resources : dict, optional
         Worker resources each part needs, e.g. ``{'GPU': 1}`` with workers started with
         ``--resources GPU=1``.
+    engine : {'auto', 'node', 'parts'}, optional
+        ``'node'``: each dask task is a block of frames run by a
+        :class:`~mdakit_fastrdf.backends.NodeBackend` inside the dask worker (its readers,
+        GPUs and cores: those the dask worker process may use, ``CUDA_VISIBLE_DEVICES`` and
+        its CPU affinity), kept warm between tasks and runs; a cluster of N nodes then runs
+        N node engines, as CADISHI runs one engine per MPI rank. ``'parts'``: each part is
+        a task that the dask worker runs itself (one frame reader per dask worker).
+        ``'auto'`` (default): ``'node'`` when the dask workers may start processes (not
+        daemonic: ``distributed.worker.daemon`` False), else ``'parts'`` with a warning
+        that says how to get node engines.
+    node_options : dict, optional
+        Options of each dask worker's NodeBackend (``gpus``, ``readers``, ...; not
+        ``topology``: each plans for what its process may use).
+    blocks_per_worker : int, optional
+        Blocks of frames per dask worker with node engines (default 2: a worker that
+        finishes early takes another block); each block is cut into parts that shrink
+        towards its end.
 
     Notes
     -----
-    Each worker process unpickles the analysis once per run (and thread) and runs its
-    parts on it. For GPUs start one worker process per GPU with one thread, each seeing
-    its GPU as device 0 (``CUDA_VISIBLE_DEVICES``), e.g. with dask-cuda's
+    With ``engine='parts'`` each worker process unpickles the analysis once per run (and
+    thread) and runs its parts on it. For GPUs start one worker process per GPU with one
+    thread, each seeing its GPU as device 0 (``CUDA_VISIBLE_DEVICES``), e.g. with dask-cuda's
     ``LocalCUDACluster`` or the dask-jobqueue / dask-mpi recipes in the docs; the analysis's
-    ``device='auto'`` then uses that GPU.
+    ``device='auto'`` then uses that GPU. With node engines one dask worker per node (or
+    per GPU, each with its share of the cores) is the layout; see :doc:`devices`.
     """
 
     def __init__(self, client=None, n_workers=None, *, threads_per_worker=_AUTO,

@@ -82,14 +82,18 @@ class NodeBackend(_OwnBackend):
         CPU threads of each CPU worker (``'auto'``: one per physical core of its block).
         An analysis's own ``n_threads`` wins over this.
     hybrid : 'auto', bool, optional
-        CPU workers beside GPU workers. ``'auto'``: yes, unless the analysis asks for
-        ``device='cuda'``; ``False`` leaves the CPUs to the GPU workers. On a CPU-only node
-        the CPU workers always run.
+        CPU workers beside GPU workers. ``'auto'``: only when asked for with
+        `cpu_workers` (with readers, the free CPUs read for the GPUs instead); ``True``:
+        two per socket. Beside GPU workers fed by readers each takes one core from the
+        readers, and the scheduler gives it only parts it finishes before the GPUs would
+        (see *Load balancing*); ``False`` leaves the CPUs to the GPU workers. On a
+        CPU-only node the CPU workers always run.
     part_frames : 'auto' or int, optional
-        Frames per part taken from the queue. ``'auto'``: eight parts per worker. Smaller
-        parts balance better; each part costs one message and one setup of the analysis in
-        the worker (no extra frame read: workers skip MDAnalysis's rewind at the end of a
-        part). An explicit ``run(n_parts=...)`` wins.
+        Frames per part taken from the queue. ``'auto'``: parts that shrink towards the
+        end of the run (:meth:`part_sizes`: the first ones long, the last of one frame).
+        Each part costs one message, one setup of the analysis in the worker and, on a
+        GPU, one synchronisation (no extra frame read: workers skip MDAnalysis's rewind at
+        the end of a part). An explicit ``run(n_parts=...)`` wins (even parts).
     start_method : {None, 'fork', 'spawn', 'forkserver'}, optional
         How CPU workers start (default ``'fork'`` on Linux: fast, and safe because the
         parent never initialises CUDA for this backend).
@@ -128,11 +132,22 @@ class NodeBackend(_OwnBackend):
     runs on the CPU with the worker's threads. ``device='cpu'`` plans CPU workers only,
     ``device='cuda'`` GPU workers only.
 
-    **Load balancing.** The frames are cut into parts; each worker asks for the next part
-    when it has finished one. When the queue is empty, an idle worker recomputes a part that
-    another worker has been busy with for more than 1.5 times what the idle worker needs for
-    it (measured rates), and the first copy to finish counts: a slow CPU worker cannot hold
-    back the end of a run (CADISHI saw this tail in its hybrid runs).
+    **Load balancing** (:mod:`~mdakit_fastrdf.backends.scheduler`). The frames are cut
+    into parts that shrink towards the end; each worker takes the next part when it has
+    finished one (a worker fed by readers asks for it a little ahead, so that its readers
+    read across the end of a part). A CPU worker beside GPU workers takes a part only when
+    it will finish it before the GPUs would finish the rest without it, at the rates
+    measured in the run. When the queue is empty, an idle worker recomputes a part (being
+    computed or waiting at another worker) whose owner would finish it more than 1.5 times
+    later, and the first copy to finish counts; the other copy is cancelled at its next
+    frame and never waited for: a slow worker cannot hold back the end of a run (CADISHI
+    saw this tail in its hybrid runs).
+
+    **A warm engine.** ``with NodeBackend(...) as node:`` keeps the workers and readers,
+    and the GPU workers' CUDA contexts, from one run to the next until the block ends, so
+    that a notebook running many analyses on one trajectory starts them once (the same
+    processes, the same counts). A run of another plan (another device; an analysis
+    without readers) replaces them.
 
     **Readers.** A GPU histograms a frame in milliseconds, while decoding it from a
     compressed trajectory takes one core tens to hundreds of milliseconds (1M atoms of XTC:
@@ -168,6 +183,9 @@ class NodeBackend(_OwnBackend):
         rdf = InterRDF(ow, ow).run(backend="node")                    # every GPU and socket
         rdf = InterRDF(ow, ow).run(backend=NodeBackend(gpus=[0, 1], hybrid=False))
         rdf = InterRDF(ow, ow, device="cpu").run(backend=NodeBackend(cpu_workers=4))
+        with NodeBackend() as node:                                  # a warm engine
+            g_oo = InterRDF(ow, ow).run(backend=node)
+            g_on = InterRDF(ow, na).run(backend=node)                # the same workers
     """
 
     def __init__(self, n_workers=None, *, gpus=_AUTO, cpu_workers=_AUTO,

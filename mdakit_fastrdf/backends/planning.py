@@ -198,7 +198,14 @@ def plan_workers(topology: NodeTopology, *, device="auto", gpus=_AUTO, cpu_worke
     free = [list(g.cores) if g.cores else [(c,) for c in g.cpus] for g in topology.groups]
     wants_cpu_workers = (hybrid is True or cpu_workers != _AUTO
                          or (n_workers is not None and n_workers > len(gpu_ids)))
-    auto_readers = readers == _AUTO and feedable and bool(gpu_ids) and not wants_cpu_workers
+    # CPU workers beside GPU workers (hybrid=True or cpu_workers=N): readers still read
+    # for the GPUs, on the free cores less one per CPU worker (a CPU worker that reads
+    # its own frames and histograms them is far slower than the GPUs' readers: the
+    # scheduler gives it only parts it finishes in time)
+    hybrid_fed = (readers == _AUTO and feedable and bool(gpu_ids) and wants_cpu_workers
+                  and n_workers is None and use_cpu)
+    auto_readers = (readers == _AUTO and feedable and bool(gpu_ids)
+                    and (not wants_cpu_workers or hybrid_fed))
     fed = auto_readers or (readers != _AUTO and readers > 0)
     if gpu_threads == _AUTO:
         # A fed GPU worker's host work (packing a frame, wrapping it into the box) is all
@@ -221,9 +228,19 @@ def plan_workers(topology: NodeTopology, *, device="auto", gpus=_AUTO, cpu_worke
             engine_device="cpu" if gpu_standin else f"cuda:{gid}"))
 
     # readers: logical CPUs of the free cores, taken in turn from the groups
+    kept = [[] for _ in free]  # cores kept for the CPU workers of a hybrid plan
+    if hybrid_fed:
+        n_keep = cpu_workers if cpu_workers != _AUTO else 2 * len(free)
+        n_keep = min(n_keep, max(0, sum(len(f) for f in free) - 1))
+        g = 0
+        while n_keep > 0:
+            if free[g]:
+                kept[g].append(free[g].pop())
+                n_keep -= 1
+            g = (g + 1) % len(free)
     if readers == _AUTO:
         n_readers = sum(len(core) for f in free for core in f) if auto_readers else 0
-        if n_readers and hybrid == _AUTO:
+        if n_readers and hybrid == _AUTO and not hybrid_fed:
             use_cpu = False  # the free CPUs read for the GPUs
     else:
         n_readers = readers
@@ -248,6 +265,8 @@ def plan_workers(topology: NodeTopology, *, device="auto", gpus=_AUTO, cpu_worke
             cores = [core for g in topology.groups
                      for core in (g.cores or [(c,) for c in g.cpus])]
             free = [cores]
+    for g, cores in enumerate(kept):
+        free[g].extend(reversed(cores))
     if use_cpu:
         n_free = [len(f) for f in free]
         total_free = sum(n_free)
