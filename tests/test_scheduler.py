@@ -6,6 +6,7 @@ speeds) in virtual time. The last tests run real worker processes: a cancelled c
 part stops at its next frame, and the run does not wait for it.
 """
 
+import itertools
 import time
 
 import numpy as np
@@ -13,7 +14,12 @@ import pytest
 
 from mdakit_fastrdf import InterRDF
 from mdakit_fastrdf.backends import NodeBackend
-from mdakit_fastrdf.backends.frames import CancelFlags, PartCancelled, WorkerFrames, current_part
+from mdakit_fastrdf.backends.frames import (
+    CancelFlags,
+    PartCancelled,
+    WorkerFrames,
+    current_part,
+)
 from mdakit_fastrdf.backends.scheduler import Scheduler, WorkerState, guided_sizes
 from mdakit_fastrdf.backends.simulate import simulate
 from mdakit_fastrdf.backends.topology import NodeTopology, detect_topology
@@ -24,7 +30,7 @@ def test_guided_sizes_shrink_and_cover():
     for n, w in [(1, 1), (7, 3), (600, 2), (600, 8), (10_000, 4)]:
         sizes = guided_sizes(n, w)
         assert sum(sizes) == n
-        assert all(a >= b for a, b in zip(sizes, sizes[1:]))
+        assert all(a >= b for a, b in itertools.pairwise(sizes))
         assert sizes[-1] == 1
         assert sizes[0] == -(-n // (2 * w))
     assert guided_sizes(0, 2) == []
@@ -179,7 +185,7 @@ def test_losing_copy_is_cancelled_and_not_awaited(adk_water):
     np.testing.assert_array_equal(par.results.count_uint64, ser.results.count_uint64)
     run = backend.last_run
     assert run["duplicates_won"] >= 1, run
-    slow = [w for w in run["workers"] if w["rank"] == 0][0]
+    slow = next(w for w in run["workers"] if w["rank"] == 0)
     assert slow["frames"] == 0, run
     # the slow worker's 5-frame part would take 7.5 s; the run ends long before
     assert wall < 6.0, run

@@ -35,7 +35,7 @@ def _pids(run):
 def _alive(pid):
     try:
         with open(f"/proc/{pid}/status") as f:
-            return "Z" not in [x for x in f if x.startswith("State:")][0].split()[1]
+            return "Z" not in next(x for x in f if x.startswith("State:")).split()[1]
     except (OSError, IndexError):
         return False
 
@@ -138,7 +138,7 @@ def test_a_worker_busy_with_a_cancelled_copy_is_replaced(adk_water, serial):
         r = SlowWorkerRDF(ow, ow, nbins=60, range=(0.0, 12.0)).run(backend=node)
         assert time.perf_counter() - t0 < 6.0
         np.testing.assert_array_equal(r.results.count_uint64, serial["rdf"])
-        slow_pid = [w["pid"] for w in node.last_run["workers"] if w["rank"] == 0][0]
+        slow_pid = next(w["pid"] for w in node.last_run["workers"] if w["rank"] == 0)
         r = _rdf(adk_water).run(backend=node)
         np.testing.assert_array_equal(r.results.count_uint64, serial["rdf"])
         assert slow_pid not in _pids(node.last_run)

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import collections
+import itertools
 import pickle
 import threading
 import uuid
@@ -186,7 +187,7 @@ class DaskDistributedBackend(_OwnBackend):
         per_node = gpus if isinstance(gpus, int) and gpus > 0 else (
             len(gpus) if isinstance(gpus, (list, tuple)) and gpus else 1)
         sizes, counts = [], []
-        for a, b in zip(bounds[:-1], bounds[1:]):
+        for a, b in itertools.pairwise(bounds):
             block = guided_sizes(b - a, per_node)
             sizes += block
             counts.append(len(block))

@@ -48,6 +48,7 @@ import uuid
 import numpy as np
 
 from .frames import FedTimestep, PartCancelled, check_cancelled
+from .messages import More, Part, Reading
 
 __all__ = ["FeedClient", "Ring", "ring_directory"]
 
@@ -212,9 +213,9 @@ class FeedClient:
 
     # -- messages from the parent ---------------------------------------------------
     def _take(self, msg):
-        if msg[0] == "part":
+        if isinstance(msg, Part):
             self.asked = False
-            for f in np.asarray(msg[2])[:, 1]:
+            for f in np.asarray(msg.frames)[:, 1]:
                 if self.preissued:  # the parent issued it while this worker started
                     self.issued.append((self.next_position, int(f)))
                     self.next_position += 1
@@ -251,11 +252,11 @@ class FeedClient:
             pos = self.next_position
             self.next_position += 1
             self.issued.append((pos, frame))
-            self.tasks.put((self.gen, self.rank, pos % n, pos, frame))
+            self.tasks.put(Reading(self.gen, self.rank, pos % n, pos, frame))
         if (self.lookahead and not self.asked
                 and len(self.issued) + len(self.unissued) < self.lookahead):
             self.asked = True
-            self.conn.send(("more", self.rank))
+            self.conn.send(More(self.rank))
 
     def skip(self, frames):
         """Drop the remaining `frames` of a cancelled part: the ones not yet given to the
@@ -319,7 +320,7 @@ def read_frames(analysis, tasks, rings, filled, gen=0, first=None):
     """A reader's loop: frames from `tasks` into the compute workers' rings.
 
     ``rings``: ``{rank: Ring}`` (mapped); ``filled``: ``{rank: queue}``. Tasks are
-    ``(gen, rank, slot, position, frame)``; those of an earlier run are skipped. Returns
+    :class:`~.messages.Reading`; those of an earlier run are skipped. Returns
     None at a None task (the end), or the first task of a later run (a warm engine's
     reader then takes that run's analysis and rings, and goes on with the task).
     `first`: a task of this run already taken off the queue."""
@@ -335,8 +336,8 @@ def read_frames(analysis, tasks, rings, filled, gen=0, first=None):
         task, first = (first, None) if first is not None else (tasks.get(), None)
         if task is None:
             return None
-        if task[0] != gen:
-            if task[0] < gen:
+        if task.gen != gen:
+            if task.gen < gen:
                 continue  # a reading of an earlier run: nobody waits for it
             return task
         _, rank, slot, pos, frame = task

@@ -24,7 +24,7 @@ __all__ = ["CancelFlags", "FedTimestep", "PartCancelled", "WorkerFrames", "check
            "current_part"]
 
 
-class PartCancelled(Exception):  # noqa: N818 - a signal between frames, not an error
+class PartCancelled(Exception):
     """The part being computed was cancelled: another worker's copy of it counts."""
 
 

@@ -3,6 +3,8 @@ backends) and the short names of the backends."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 from MDAnalysis.analysis.backends import BackendSerial
 
@@ -121,7 +123,7 @@ class ParallelAnalysisMixin:
             return super()._setup_computation_groups(n_parts, start=start, stop=stop,
                                                      step=step, frames=frames)
         bounds = np.cumsum([0, *sizes])
-        return [whole[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+        return [whole[a:b] for a, b in itertools.pairwise(bounds)]
 
     def _configure_backend(self, backend, n_workers, unsupported_backend=False):
         if isinstance(backend, _OwnBackend):

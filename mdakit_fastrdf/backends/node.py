@@ -16,6 +16,7 @@ from .errors import RemoteTraceback, WorkerDiedError, WorkerError
 from .feed import Ring, ring_directory
 from .frames import CancelFlags
 from .main_guard import main_guard_error, unguarded_main_call
+from .messages import HANDLERS, End, Ended, Exit, Failed, Part, Reading, Run, Stop
 from .planning import _AUTO, WorkerSpec, _check_auto_int, _fmt_cpus, plan_workers
 from .scheduler import Scheduler, WorkerState, guided_sizes
 from .topology import NodeTopology, detect_topology
@@ -303,7 +304,7 @@ class NodeBackend(_OwnBackend):
         return f"on frames {fr[0]}..{fr[-1]} (part {idx})" if len(fr) else f"on part {idx}"
 
     def _raise_remote(self, w, msg, computations):
-        _, idx, tname, text, tb, blob = msg
+        idx, tname, text, tb, blob = msg
         where = (f"node backend {w.spec.describe()}, pid {w.pid}, "
                  f"{self._frames_text(computations, idx)}")
         exc = None
@@ -349,7 +350,7 @@ class NodeBackend(_OwnBackend):
                 continue
             if graceful and w.status in ("idle", "starting") and w.status != "busy":
                 try:
-                    w.conn.send(("stop",))
+                    w.conn.send(Stop())
                     if w.status == "idle":  # (one still starting is waited for)
                         stopped.append(w)
                     w.status = "stopped"
@@ -489,8 +490,9 @@ class _NodeRun:
                 ring = self.rings[spec.rank]
                 frames = [int(f) for i in first for f in self.computations[i][:, 1]]
                 pre = frames[: ring.n_slots]
-                self.preissue.extend((self.gen, spec.rank, pos % ring.n_slots, pos, frame)
-                                     for pos, frame in enumerate(pre))
+                self.preissue.extend(
+                    Reading(self.gen, spec.rank, pos % ring.n_slots, pos, frame)
+                    for pos, frame in enumerate(pre))
                 light = (ring.spec(), len(pre), self.lookahead)
                 feed = (ring.spec(), self.tasks, self.filled[spec.rank], len(pre),
                         self.lookahead)
@@ -500,7 +502,7 @@ class _NodeRun:
             if w is not None:
                 w.reset()
                 try:
-                    w.conn.send(("run", self.payload_file, light, self.flags.spec(), self.gen))
+                    w.conn.send(Run(self.payload_file, light, self.flags.spec(), self.gen))
                 except OSError:
                     w = self.replace(w, pool)
             if w is None:
@@ -520,7 +522,7 @@ class _NodeRun:
             self.by_rank[spec.rank] = w
             if first:
                 w.status = "busy"
-                w.unsent = [("part", idx, self.computations[idx]) for idx in first]
+                w.unsent = [Part(idx, self.computations[idx]) for idx in first]
                 if w.has_payload:
                     self.send_unsent(w)
         if pool is not None:
@@ -541,14 +543,13 @@ class _NodeRun:
         try:
             while w.conn.poll():
                 msg = w.conn.recv()
-                if msg[0] == "error":
+                if isinstance(msg, Failed):
                     break
         except (OSError, EOFError):
             pass
         pool.forget([w])
-        if msg is not None and msg[0] == "error":
+        if isinstance(msg, Failed):
             self.backend._raise_remote(w, msg, self.computations)
-        return None
 
     # -- the loop ------------------------------------------------------------------------
     def loop(self):
@@ -570,9 +571,9 @@ class _NodeRun:
                         msg = w.conn.recv()
                     except (EOFError, OSError):  # its end of the pipe closed
                         self.died(w)
-                    handler = getattr(self, "on_" + msg[0], None)
+                    handler = getattr(self, HANDLERS.get(type(msg), ""), None)
                     if handler is None:
-                        raise RuntimeError(f"node backend: unknown message {msg[0]!r}")
+                        raise RuntimeError(f"node backend: unexpected message {msg!r}")
                     handler(w, msg, now)
                 if (w.proc.sentinel in ready and not sched.finished
                         and not NodeBackend._poll(w.conn)):
@@ -597,9 +598,9 @@ class _NodeRun:
         self.send_unsent(w)
 
     def on_ready(self, w, msg, now):
-        if msg[2].get("gen", self.gen) != self.gen:
+        if msg.info.get("gen", self.gen) != self.gen:
             return  # a reader of a warm engine that had no task in an earlier run
-        w.pid, w.cpus, w.mapped = msg[2]["pid"], msg[2]["cpus"], True
+        w.pid, w.cpus, w.mapped = msg.info["pid"], msg.info["cpus"], True
         self.unlink_when_mapped()
         if w.spec.kind == "reader":
             w.status = "reading"
@@ -611,7 +612,7 @@ class _NodeRun:
         self.send(w, self.sched.on_ready(w.spec.rank, now))
 
     def on_done(self, w, msg, now):
-        _, idx, res, secs, used, wait_s = msg
+        idx, res, secs, used, wait_s = msg
         w.feed_wait_s += wait_s
         self.timeline["parts_done_s"].append(round(now - self.t_start, 4))
         if used is not None:
@@ -626,7 +627,7 @@ class _NodeRun:
         self.send(w, send)
 
     def on_cancelled(self, w, msg, now):
-        _, idx, secs, wait_s = msg
+        idx, secs, wait_s = msg
         w.feed_wait_s += wait_s
         self.send(w, self.sched.on_cancelled(w.spec.rank, idx, secs, now))
 
@@ -641,7 +642,7 @@ class _NodeRun:
         if not parts:
             return
         w.status = "busy"
-        w.unsent.extend(("part", idx, self.computations[idx]) for idx in parts)
+        w.unsent.extend(Part(idx, self.computations[idx]) for idx in parts)
         if w.has_payload:  # (else once it has had it: on_hello)
             self.send_unsent(w)
 
@@ -776,7 +777,7 @@ class _Pool:
         deadline = time.monotonic() + 5.0
         for w in workers:
             try:
-                w.conn.send(("end",))
+                w.conn.send(End())
             except OSError:
                 w.status = "gone"
         for w in workers:
@@ -789,7 +790,7 @@ class _Pool:
                 except (OSError, EOFError):
                     w.status = "gone"
                     break
-                if msg[0] == "ended":
+                if isinstance(msg, Ended):
                     w.status = "idle"
                     break
         gone = [w for w in workers if w.status == "gone"]
@@ -800,7 +801,7 @@ class _Pool:
         procs = self.workers
         for w in procs:
             try:
-                w.conn.send(("exit",))
+                w.conn.send(Exit())
             except (OSError, ValueError):
                 pass
         deadline = time.monotonic() + 2.0

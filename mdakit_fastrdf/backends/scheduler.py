@@ -253,9 +253,9 @@ class Scheduler:
             size = self.sizes[idx]
             # (with the margin of a duplicate: a part finished just in time would be
             # duplicated by an idle GPU worker)
-            if start + self.hedge * size / rate + MARGIN_S <= now + (left - size) / fast:
-                if best is None or size > self.sizes[best]:
-                    best = idx
+            in_time = start + self.hedge * size / rate + MARGIN_S <= now + (left - size) / fast
+            if in_time and (best is None or size > self.sizes[best]):
+                best = idx
         if best is None:
             self.stats["cpu_parts_declined"] += 1
             return None

@@ -14,6 +14,17 @@ from ..engine import WorkerPlacement, set_worker_placement
 from .base import _analysis_of, _PartResult
 from .feed import FeedClient, Ring, read_frames
 from .frames import CancelFlags, PartCancelled, current_part
+from .messages import (
+    Cancelled,
+    Done,
+    End,
+    Ended,
+    Exit,
+    Failed,
+    Hello,
+    Ready,
+    Stop,
+)
 from .planning import WorkerSpec
 
 
@@ -76,9 +87,11 @@ def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, paren
     set stops at its next frame and is reported as ``("cancelled", idx, seconds, wait)``.
 
     `pooled` (a warm engine, ``with NodeBackend() as node``): at the end of a run
-    (``("end",)``) the worker answers ``("ended", rank)`` and waits for the next run,
+    (:class:`~.messages.End`) the worker answers :class:`~.messages.Ended` and waits
+    for the next run,
     ``("run", payload file, feed, cancel, gen)`` with the feed's queues left out (the ones
-    it started with serve every run), until ``("exit",)``. `gen` numbers the runs."""
+    it started with serve every run), until :class:`~.messages.Exit`. `gen` numbers the
+    runs. The messages are those of :mod:`.messages`."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it stops us on Ctrl-C
     _die_with_parent()
     # The caller died before prctl? A forked or spawned worker is the caller's child; one
@@ -102,7 +115,7 @@ def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, paren
             kind=spec.kind, bound_device=spec.device))
         _private_progress_lock()
         if payload is None:  # not forked: the parent sends it once we are running
-            conn.send(("hello", spec.rank))
+            conn.send(Hello(spec.rank))
             payload = conn.recv_bytes()
         if feed is not None and feed[0] == "reader":
             _, tasks, ring_specs, filled = feed
@@ -114,13 +127,13 @@ def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, paren
                 # its tasks), or, after a run that ended before it started, the next one
                 while True:
                     msg = conn.recv()
-                    if msg[0] == "exit":
+                    if isinstance(msg, Exit):
                         return
-                    _, path, ring_specs, _cancel, gen = msg
+                    path, ring_specs, gen = msg.payload_file, msg.feed, msg.gen
                     if pending is None or gen >= pending[0]:
                         break
                     # a run in which it got no task (over by now): its files are gone
-                    conn.send(("ready", spec.rank, _ready_info(gen)))
+                    conn.send(Ready(spec.rank, _ready_info(gen)))
                 try:
                     with open(path, "rb") as f:
                         payload = f.read()
@@ -139,9 +152,9 @@ def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, paren
         del payload
         while pooled and ended:
             msg = conn.recv()
-            if msg[0] == "exit":
+            if isinstance(msg, Exit):
                 return
-            _, path, light, cancel, gen = msg
+            path, light, cancel, gen = msg
             with open(path, "rb") as f:
                 payload = f.read()
             ended = _compute_run(conn, spec, payload, queues, light, cancel, gen, state)
@@ -156,8 +169,8 @@ def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, paren
         except Exception:  # noqa: BLE001 - not picklable: the parent gets its text
             blob = None
         try:
-            conn.send(("error", state["idx"], f"{type(exc).__module__}.{type(exc).__qualname__}",
-                       str(exc), tb, blob))
+            conn.send(Failed(state["idx"], f"{type(exc).__module__}.{type(exc).__qualname__}",
+                             str(exc), tb, blob))
         except Exception:  # noqa: BLE001, S110 - the parent has gone; it sees us end
             pass
     finally:
@@ -188,12 +201,12 @@ def _reader_run(conn, spec, payload, queues, ring_specs, gen, first):
         if first is not None:  # (it holds a task of this run: the run is not over)
             raise
         return None, True
-    conn.send(("ready", spec.rank, _ready_info(gen)))
+    conn.send(Ready(spec.rank, _ready_info(gen)))
     return read_frames(_analysis_of(func), tasks, rings, filled, gen, first), False
 
 
 def _compute_run(conn, spec, payload, queues, feed, cancel, gen, state):
-    """One run of a compute worker: True when the parent ended it (``("end",)``, a warm
+    """One run of a compute worker: True when the parent ended it (:class:`End`, a warm
     engine), False when it said stop."""
     func = pickle.loads(payload)
     client = None
@@ -202,7 +215,7 @@ def _compute_run(conn, spec, payload, queues, feed, cancel, gen, state):
         tasks, filled = queues
         client = FeedClient(spec.rank, ring, tasks, filled, conn, preissued, lookahead, gen)
     flags = CancelFlags(*cancel) if cancel is not None else None
-    conn.send(("ready", spec.rank, _ready_info(gen)))
+    conn.send(Ready(spec.rank, _ready_info(gen)))
     if client is not None:
         analysis = _analysis_of(func)
         analysis._feed = client
@@ -210,12 +223,12 @@ def _compute_run(conn, spec, payload, queues, feed, cancel, gen, state):
             analysis._warm_up()
     while True:
         msg = conn.recv() if client is None else client.next_message()
-        if msg[0] == "stop":
+        if isinstance(msg, Stop):
             return False
-        if msg[0] == "end":
-            conn.send(("ended", spec.rank))
+        if isinstance(msg, End):
+            conn.send(Ended(spec.rank))
             return True
-        _, idx, computation = msg
+        idx, computation = msg.idx, msg.frames
         state["idx"] = idx
         t0 = time.perf_counter()
         current_part(flags, idx) if flags is not None else current_part()
@@ -223,7 +236,7 @@ def _compute_run(conn, spec, payload, queues, feed, cancel, gen, state):
             obj = func(computation)
         except PartCancelled:
             wait_s = client.take_wait() if client is not None else 0.0
-            conn.send(("cancelled", idx, time.perf_counter() - t0, wait_s))
+            conn.send(Cancelled(idx, time.perf_counter() - t0, wait_s))
             state["idx"] = None
             continue
         finally:
@@ -231,5 +244,5 @@ def _compute_run(conn, spec, payload, queues, feed, cancel, gen, state):
         # the device the part really ran on (the engine's, once it has run a frame)
         used = getattr(getattr(obj, "_engine", None), "device_used", None)
         wait_s = client.take_wait() if client is not None else 0.0
-        conn.send(("done", idx, _PartResult(obj), time.perf_counter() - t0, used, wait_s))
+        conn.send(Done(idx, _PartResult(obj), time.perf_counter() - t0, used, wait_s))
         state["idx"] = None
