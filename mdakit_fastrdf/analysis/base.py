@@ -29,7 +29,7 @@ from MDAnalysis.analysis.base import AnalysisBase
 from MDAnalysis.analysis.results import Results, ResultsGroup
 
 from ..backends import ParallelAnalysisMixin, _private_progress_lock
-from ..backends.frames import PartCancelled, WorkerFrames
+from ..backends.frames import FedTimestep, PartCancelled, WorkerFrames, frame_source
 from ..engine import (
     NO_BOX,
     Box,
@@ -339,9 +339,6 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
     def __getstate__(self):
         state = self.__dict__.copy()
         state["_engine"] = None
-        state.pop("_feed", None)  # a worker's link to its readers
-        state.pop("_fed_rows", None)
-        state.pop("_fed_box_kind", None)
         # views into the block counts: pickled, each would be a full copy of its block; a
         # worker makes them again
         state["_block_arrays"] = None
@@ -400,6 +397,10 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
         layout = self._layout()
         self._make_engine()._make_impl(layout.offsets, layout.pairs)
 
+    def _feed_rows(self) -> int:
+        """Rows per frame of a reader's slot: the layout's atoms (or centres)."""
+        return len(self._layout().ix)
+
     def _prepare_reader(self) -> int:
         """Set up a reader process's copy of the analysis; the number of rows per frame."""
         self._layout_cache = layout = self._layout()
@@ -423,9 +424,8 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
 
     def _frame_positions(self):
         """The rows of the current frame: a reader's (fed workers), or this process's."""
-        fed = getattr(self, "_fed_rows", None)
-        if fed is not None:
-            return fed
+        if isinstance(self._ts, FedTimestep):
+            return self._ts.rows
         return self._take_positions(self._layout_cache.ix, self._buf)
 
     # -- the frame loop ---------------------------------------------------------------
@@ -451,7 +451,7 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
     def _accumulate(self, coords, box):
         """One engine call for every species pair of the frame."""
         layout = self._layout_cache
-        kind = getattr(self, "_fed_box_kind", None)
+        kind = self._ts.box_kind if isinstance(self._ts, FedTimestep) else None
         if kind is None:
             box = self._prepare_rows(coords, box)
         elif kind != box.kind:  # prepared by the reader, which chose this arithmetic
@@ -553,7 +553,7 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
         # behaviour (the trajectory ends on its first frame).
         if (isinstance(slicer, np.ndarray)
                 and os.getpid() != getattr(self, "_run_pid", os.getpid())):
-            feed = getattr(self, "_feed", None)
+            feed = frame_source()  # (a worker fed by readers: the backend's)
             self._sliced_trajectory = (WorkerFrames(self._trajectory, slicer) if feed is None
                                        else feed.frames(self, slicer))
 

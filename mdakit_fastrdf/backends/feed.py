@@ -127,10 +127,12 @@ class Ring:
         return None if k < 0 else int(k)
 
     def timestep(self, slot):
-        """(position, the frame's :class:`~.frames.FedTimestep`) of a written slot."""
+        """(position, the frame's :class:`~.frames.FedTimestep`, with the slot's rows) of a
+        written slot."""
         m = self._meta[slot]
         dims = np.array(m[4:10], dtype=np.float32) if m[3] else None
-        return int(m[0]), FedTimestep(int(m[1]), float(m[2]), dims, np.float64(m[10]))
+        return int(m[0]), FedTimestep(int(m[1]), float(m[2]), dims, np.float64(m[10]),
+                                      self._rows[slot], self.prepared_kind(slot))
 
     def unlink(self):
         """Remove the file (every process that maps it keeps its mapping)."""
@@ -157,19 +159,18 @@ class _FedFrames:
         return len(self.frames)
 
     def __iter__(self):
-        client, analysis = self._client, self._analysis
+        client = self._client
         for k, frame in enumerate(self.frames):
             try:
                 check_cancelled()
             except PartCancelled:
                 client.skip(self.frames[k:])  # (the readings already issued arrive)
                 raise
-            ts, rows, kind = client.next_frame(frame)
-            analysis._fed_rows, analysis._fed_box_kind = rows, kind
+            ts = client.next_frame(frame)
             try:
                 yield ts
             finally:
-                analysis._fed_rows = analysis._fed_box_kind = None
+                ts.rows = None  # (the slot is read again)
                 client.release()
 
 
@@ -290,7 +291,8 @@ class FeedClient:
             self.wait_s += time.perf_counter() - t0
 
     def next_frame(self, frame):
-        """The Timestep and rows of the next position, which must be `frame`."""
+        """The :class:`~.frames.FedTimestep` of the next position (with its rows), which
+        must be `frame`."""
         self.poll()
         self._issue()
         if not self.issued:
@@ -306,7 +308,7 @@ class FeedClient:
             raise RuntimeError(f"feed: slot {slot} holds position {got} frame {ts.frame}, "
                                f"expected position {pos} frame {frame}")
         self._current = slot
-        return ts, self.ring.rows(slot), self.ring.prepared_kind(slot)
+        return ts
 
     def release(self):
         """The analysis is done with the current slot: issue the next reading into it."""

@@ -21,7 +21,7 @@ import uuid
 import numpy as np
 
 __all__ = ["CancelFlags", "FedTimestep", "PartCancelled", "WorkerFrames", "check_cancelled",
-           "current_part"]
+           "current_part", "frame_source", "set_frame_source"]
 
 
 class PartCancelled(Exception):
@@ -87,6 +87,22 @@ def check_cancelled():
         raise PartCancelled(f"part {cur[1]} was cancelled")
 
 
+#: the frame source of this worker process's runs (a fed worker's :class:`.FeedClient`)
+_source = None
+
+
+def set_frame_source(source):
+    """Set (in a worker fed by readers, for its run) the object whose ``frames(analysis,
+    frames)`` the analyses' frame loops iterate; None: they read their own frames."""
+    global _source
+    _source = source
+
+
+def frame_source():
+    """The frame source a worker set (:func:`set_frame_source`), or None."""
+    return _source
+
+
 class WorkerFrames:
     """The frames of one part, read in order without MDAnalysis's closing rewind.
 
@@ -110,13 +126,16 @@ class WorkerFrames:
 
 class FedTimestep:
     """What a compute worker fed by readers (:mod:`~mdakit_fastrdf.backends.feed`) knows of
-    a frame: its index, time, box and volume as the reader's Timestep had them. The frame's
-    rows come with it (``PairHistogramBase._fed_rows``); it has no positions."""
+    a frame: its index, time, box and volume as the reader's Timestep had them, and the
+    frame's `rows` (a view of the reader's slot, valid until the loop moves on) with
+    `box_kind`, the kind of the box the kernels use when the reader prepared the rows
+    (None: not prepared). It has no positions."""
 
-    __slots__ = ("dimensions", "frame", "time", "volume")
+    __slots__ = ("box_kind", "dimensions", "frame", "rows", "time", "volume")
 
-    def __init__(self, frame, time, dimensions, volume):
+    def __init__(self, frame, time, dimensions, volume, rows=None, box_kind=None):
         self.frame, self.time, self.dimensions, self.volume = frame, time, dimensions, volume
+        self.rows, self.box_kind = rows, box_kind
 
     @property
     def positions(self):

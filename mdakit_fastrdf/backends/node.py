@@ -445,7 +445,7 @@ class _NodeRun:
         if reader_specs:
             # one ring of frame slots per compute worker (feed.py); queues of the spawn
             # context serve forked and spawned processes alike
-            n_rows = len(self.analysis._layout().ix)
+            n_rows = self.analysis._feed_rows()
             slot_bytes = 12 * n_rows + 256
             # Slots: at least one per reader and two more; up to FEED_RING_BYTES per
             # worker, so that the readers read ahead while a GPU worker starts (imports,

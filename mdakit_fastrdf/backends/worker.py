@@ -13,7 +13,7 @@ import traceback
 from ..engine import WorkerPlacement, set_worker_placement
 from .base import _analysis_of, _PartResult
 from .feed import FeedClient, Ring, read_frames
-from .frames import CancelFlags, PartCancelled, current_part
+from .frames import CancelFlags, PartCancelled, current_part, set_frame_source
 from .messages import (
     Cancelled,
     Done,
@@ -217,10 +217,9 @@ def _compute_run(conn, spec, payload, queues, feed, cancel, gen, state):
     flags = CancelFlags(*cancel) if cancel is not None else None
     conn.send(Ready(spec.rank, _ready_info(gen)))
     if client is not None:
-        analysis = _analysis_of(func)
-        analysis._feed = client
+        set_frame_source(client)
         if spec.kind == "gpu":  # its CUDA context while the readers read the first frames
-            analysis._warm_up()
+            _analysis_of(func)._warm_up()
     while True:
         msg = conn.recv() if client is None else client.next_message()
         if isinstance(msg, Stop):
