@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 import pytest
+from stragglers import SlowWorkerRDF
 
 from mdakit_fastrdf import InterRDF
 from mdakit_fastrdf.backends import NodeBackend
@@ -23,7 +24,6 @@ from mdakit_fastrdf.backends.frames import (
 from mdakit_fastrdf.backends.scheduler import Scheduler, WorkerState, guided_sizes
 from mdakit_fastrdf.backends.simulate import simulate
 from mdakit_fastrdf.backends.topology import NodeTopology, detect_topology
-from mdakit_fastrdf.engine import worker_placement
 
 
 def test_guided_sizes_shrink_and_cover():
@@ -158,16 +158,6 @@ def test_cancel_flags_stop_worker_frames(tmp_path):
         current_part()
     assert list(WorkerFrames(["a", "b"], [0, 1])) == ["a", "b"]  # no part set: no check
     flags.close(unlink=True)
-
-
-class SlowWorkerRDF(InterRDF):
-    """Worker rank 0 takes 1.5 s a frame."""
-
-    def _single_frame(self):
-        p = worker_placement()
-        if p is not None and p.rank == 0:
-            time.sleep(1.5)
-        super()._single_frame()
 
 
 def test_losing_copy_is_cancelled_and_not_awaited(adk_water):

@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 import pytest
+from stragglers import SlowWorkerRDF
 
 from mdakit_fastrdf import InterRDF, InterRDF_s, SpeciesRDF
 from mdakit_fastrdf.backends import NodeBackend
@@ -115,16 +116,6 @@ def test_a_failed_run_leaves_a_working_engine(adk_water, serial):
             RaisingRDF(ow, ow, nbins=60, range=(0.0, 12.0)).run(backend=node)
         r = _rdf(adk_water).run(backend=node)
         np.testing.assert_array_equal(r.results.count_uint64, serial["rdf"])
-
-
-class SlowWorkerRDF(InterRDF):
-    """Worker rank 0 takes 1.5 s a frame."""
-
-    def _single_frame(self):
-        p = worker_placement()
-        if p is not None and p.rank == 0:
-            time.sleep(1.5)
-        super()._single_frame()
 
 
 def test_a_worker_busy_with_a_cancelled_copy_is_replaced(adk_water, serial):

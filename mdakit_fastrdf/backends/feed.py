@@ -47,7 +47,7 @@ import uuid
 
 import numpy as np
 
-from .frames import FedTimestep, PartCancelled, check_cancelled
+from .frames import FedTimestep, MappedFile, PartCancelled, check_cancelled
 from .messages import More, Part, Reading
 
 __all__ = ["FeedClient", "Ring", "ring_directory"]
@@ -72,7 +72,7 @@ def ring_directory(nbytes: int) -> str:
     return tempfile.gettempdir()
 
 
-class Ring:
+class Ring(MappedFile):
     """``n_slots`` frames of ``n_rows`` float32 rows each, in a file mapped by the compute
     worker that owns it and by the readers."""
 
@@ -134,18 +134,9 @@ class Ring:
         return int(m[0]), FedTimestep(int(m[1]), float(m[2]), dims, np.float64(m[10]),
                                       self._rows[slot], self.prepared_kind(slot))
 
-    def unlink(self):
-        """Remove the file (every process that maps it keeps its mapping)."""
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
-
-    def close(self, unlink=False):
+    def _release(self):
         self._meta = self._rows = None
         self._map = None
-        if unlink:
-            self.unlink()
 
 
 class _FedFrames:

@@ -28,7 +28,29 @@ class PartCancelled(Exception):
     """The part being computed was cancelled: another worker's copy of it counts."""
 
 
-class CancelFlags:
+class MappedFile:
+    """A file in /dev/shm (or the temporary directory) that every process of a run maps;
+    the parent removes it once all have mapped it (the mappings stay)."""
+
+    path: str
+
+    def unlink(self):
+        """Remove the file (every process that maps it keeps its mapping)."""
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+    def close(self, unlink=False):
+        self._release()
+        if unlink:
+            self.unlink()
+
+    def _release(self):
+        self._map = None
+
+
+class CancelFlags(MappedFile):
     """One byte per part of a run (1: cancelled), in a file every process of the run maps.
 
     The parent creates it (:meth:`new`), workers map it from :meth:`spec`; once every
@@ -56,17 +78,6 @@ class CancelFlags:
 
     def __getitem__(self, idx):
         return bool(self._map[idx])
-
-    def unlink(self):
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
-
-    def close(self, unlink=False):
-        self._map = None
-        if unlink:
-            self.unlink()
 
 
 #: (CancelFlags, part index) of the part this worker process computes, or None
