@@ -432,7 +432,7 @@ class _NodeRun:
 
     # -- start ---------------------------------------------------------------------------
     def start(self):
-        mp = self.mp
+        """The run's processes: a warm engine's, or new ones; the readers' first frames."""
         specs, reader_specs = self.specs, self.reader_specs
         pool = self.backend._pool
         if pool is not None and not pool.fits(specs + reader_specs):
@@ -443,35 +443,13 @@ class _NodeRun:
                 self.replace(w, pool)
         self.gen = pool.next_gen() if pool is not None else 0
         if reader_specs:
-            # one ring of frame slots per compute worker (feed.py); queues of the spawn
-            # context serve forked and spawned processes alike
-            n_rows = self.analysis._feed_rows()
-            slot_bytes = 12 * n_rows + 256
-            # Slots: at least one per reader and two more; up to FEED_RING_BYTES per
-            # worker, so that the readers read ahead while a GPU worker starts (imports,
-            # CUDA: ~1 s), and no more than a worker's share of the frames
-            share = math.ceil(sum(self.sizes) / len(specs)) + 1
-            n_slots = max(3, math.ceil(len(reader_specs) / len(specs)) + 2,
-                          min(FEED_RING_BYTES // slot_bytes, share, 1024))
-            # a fed worker asks for its next part when fewer frames than this are known
-            # ahead: twice its share of the readers, so that every reader has a frame
-            self.lookahead = min(n_slots, 2 * math.ceil(len(reader_specs) / len(specs)) + 2)
-            where = ring_directory(len(specs) * n_slots * slot_bytes)
-            if pool is not None and pool.tasks is not None:
-                self.tasks, self.filled = pool.tasks, pool.filled
-            else:
-                qctx = mp.get_context("spawn")
-                self.tasks = qctx.Queue()
-                self.filled = {spec.rank: qctx.Queue() for spec in specs}
-            for spec in specs:
-                self.rings[spec.rank] = Ring.new(n_slots, n_rows, where)
+            self._make_feed(pool)
         self.flags = CancelFlags.new(len(self.computations),
                                      ring_directory(len(self.computations)))
         states = [WorkerState(s.rank, "gpu" if s.kind == "gpu" else "cpu",
                               fed=bool(self.rings), lookahead=self.lookahead) for s in specs]
         self.sched = Scheduler(self.sizes, states)
         now = time.perf_counter()
-        self.payload_file = None
         if live:
             # a warm engine: the same processes take this run's analysis from a file
             self.payload_file = os.path.join(ring_directory(len(self.payload)),
@@ -479,25 +457,7 @@ class _NodeRun:
             with open(self.payload_file, "wb") as f:
                 f.write(self.payload)
         for spec in specs + reader_specs:
-            first = []
-            if spec.kind == "reader":
-                light = {r: g.spec() for r, g in self.rings.items()}
-                feed = ("reader", self.tasks, light, self.filled)
-            elif self.rings:
-                # A fed worker gets its first parts now, and the readers start on their
-                # frames while the worker starts (a GPU worker: imports, CUDA)
-                first = self.sched.initial(spec.rank, now)
-                ring = self.rings[spec.rank]
-                frames = [int(f) for i in first for f in self.computations[i][:, 1]]
-                pre = frames[: ring.n_slots]
-                self.preissue.extend(
-                    Reading(self.gen, spec.rank, pos % ring.n_slots, pos, frame)
-                    for pos, frame in enumerate(pre))
-                light = (ring.spec(), len(pre), self.lookahead)
-                feed = (ring.spec(), self.tasks, self.filled[spec.rank], len(pre),
-                        self.lookahead)
-            else:
-                light = feed = None
+            first, feed, light = self._feed_of(spec, now)
             w = live.get(spec.rank)
             if w is not None:
                 w.reset()
@@ -506,18 +466,7 @@ class _NodeRun:
                 except OSError:
                     w = self.replace(w, pool)
             if w is None:
-                ctx = mp.get_context(spec.start_method)
-                parent_conn, child_conn = ctx.Pipe(duplex=True)
-                inherit = spec.start_method == "fork"
-                self.to_send += not inherit
-                proc = ctx.Process(target=_worker_main, name=f"mdakit-fastrdf-{spec.rank}",
-                                   args=(child_conn, spec, self.payload if inherit else None,
-                                         self.backend.pin, os.getpid(), feed,
-                                         self.flags.spec(), self.gen, pool is not None),
-                                   daemon=True)
-                proc.start()
-                child_conn.close()
-                w = _Worker(spec, proc, parent_conn, fed=bool(self.rings), has_payload=inherit)
+                w = self._launch(spec, feed, pooled=pool is not None)
             (self.readers if spec.kind == "reader" else self.workers).append(w)
             self.by_rank[spec.rank] = w
             if first:
@@ -534,6 +483,66 @@ class _NodeRun:
             self.tasks.put(task)
         if not self.to_send:
             self.payload = None
+
+    def _make_feed(self, pool):
+        """One ring of frame slots per compute worker (feed.py), and the readers' queues (a
+        warm engine's, or new ones of the spawn context, which serve forked and spawned
+        processes alike)."""
+        specs, n_readers = self.specs, len(self.reader_specs)
+        n_rows = self.analysis._feed_rows()
+        slot_bytes = 12 * n_rows + 256
+        # Slots: at least one per reader and two more; up to FEED_RING_BYTES per worker, so
+        # that the readers read ahead while a GPU worker starts (imports, CUDA: ~1 s), and
+        # no more than a worker's share of the frames
+        share = math.ceil(sum(self.sizes) / len(specs)) + 1
+        n_slots = max(3, math.ceil(n_readers / len(specs)) + 2,
+                      min(FEED_RING_BYTES // slot_bytes, share, 1024))
+        # a fed worker asks for its next part when fewer frames than this are known ahead:
+        # twice its share of the readers, so that every reader has a frame
+        self.lookahead = min(n_slots, 2 * math.ceil(n_readers / len(specs)) + 2)
+        where = ring_directory(len(specs) * n_slots * slot_bytes)
+        if pool is not None and pool.tasks is not None:
+            self.tasks, self.filled = pool.tasks, pool.filled
+        else:
+            qctx = self.mp.get_context("spawn")
+            self.tasks = qctx.Queue()
+            self.filled = {spec.rank: qctx.Queue() for spec in specs}
+        for spec in specs:
+            self.rings[spec.rank] = Ring.new(n_slots, n_rows, where)
+
+    def _feed_of(self, spec, now):
+        """``(first parts, feed, feed without its queues)`` of a process: a fed worker gets
+        its first parts now, and the readers start on their frames while it starts (a GPU
+        worker: imports, CUDA)."""
+        if spec.kind == "reader":
+            light = {r: g.spec() for r, g in self.rings.items()}
+            return [], ("reader", self.tasks, light, self.filled), light
+        if not self.rings:
+            return [], None, None
+        first = self.sched.initial(spec.rank, now)
+        ring = self.rings[spec.rank]
+        frames = [int(f) for i in first for f in self.computations[i][:, 1]]
+        pre = frames[: ring.n_slots]
+        self.preissue.extend(Reading(self.gen, spec.rank, pos % ring.n_slots, pos, frame)
+                             for pos, frame in enumerate(pre))
+        feed = (ring.spec(), self.tasks, self.filled[spec.rank], len(pre), self.lookahead)
+        return first, feed, (ring.spec(), len(pre), self.lookahead)
+
+    def _launch(self, spec, feed, pooled):
+        """A new process for `spec` (forked ones inherit the pickled analysis; the others
+        ask for it with Hello)."""
+        ctx = self.mp.get_context(spec.start_method)
+        parent_conn, child_conn = ctx.Pipe(duplex=True)
+        inherit = spec.start_method == "fork"
+        self.to_send += not inherit
+        proc = ctx.Process(target=_worker_main, name=f"mdakit-fastrdf-{spec.rank}",
+                           args=(child_conn, spec, self.payload if inherit else None,
+                                 self.backend.pin, os.getpid(), feed, self.flags.spec(),
+                                 self.gen, pooled),
+                           daemon=True)
+        proc.start()
+        child_conn.close()
+        return _Worker(spec, proc, parent_conn, fed=bool(self.rings), has_payload=inherit)
 
     def replace(self, w, pool):
         """A warm engine's process that ended between runs: the error it left, if any, is
