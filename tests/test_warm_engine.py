@@ -73,6 +73,9 @@ def test_same_processes_serve_every_run(adk_water, serial, make):
                 pids.append(_pids(node.last_run))
         assert all(p == pids[0] for p in pids), pids
         assert all(_alive(p) for p in pids[0])
+        t_exit = time.perf_counter()
+    # the readers are ended at once (they do not read their pipes while they wait)
+    assert time.perf_counter() - t_exit < 1.5
     deadline = time.monotonic() + 5
     while any(_alive(p) for p in pids[0]) and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -807,14 +807,19 @@ class _Pool:
         self.forget(gone)
 
     def close(self):
+        """End every process: readers at once (they wait on their task queue and hold
+        nothing), compute workers told to exit (a GPU worker releases its context)."""
         procs = self.workers
-        for w in procs:
+        readers = [w for w in procs if w.spec.kind == "reader"]
+        workers = [w for w in procs if w.spec.kind != "reader"]
+        NodeBackend._shutdown(readers, graceful=False)
+        for w in workers:
             try:
                 w.conn.send(Exit())
             except (OSError, ValueError):
                 pass
         deadline = time.monotonic() + 2.0
-        for w in procs:
+        for w in workers:
             w.proc.join(max(0.0, deadline - time.monotonic()))
         NodeBackend._shutdown([w for w in procs if w.proc.exitcode is None], graceful=False)
         for w in procs:
