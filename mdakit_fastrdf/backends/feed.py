@@ -17,19 +17,24 @@ Protocol (no coordinates are pickled; all messages are a few integers):
   mappings stay), so nothing is left behind however the run ends.
 * A compute worker knows its frames from the parts the parent sends it (it receives the
   next part while it computes the current one). The parent gives a fed worker its first
-  two parts as it starts it, and the readers the first ``n_slots`` of their frames, so
-  that reading overlaps the worker's start (a GPU worker: imports, the CUDA context). Its :class:`FeedClient` numbers the frames
-  it will compute, ``position`` 0, 1, 2, ..., and puts a task ``(rank, slot, position,
-  frame)`` on the readers' common task queue for each, at most ``n_slots`` ahead of the frame
-  it computes; the slot of position ``p`` is ``p % n_slots``, free because the worker has
-  finished position ``p - n_slots`` before it issues ``p``. So readers never wait for a
-  slot, and a worker never waits on anything but the frame it needs next.
+  parts as it starts it, and the readers the first ``n_slots`` of their frames, so that
+  reading overlaps the worker's start (a GPU worker: imports, the CUDA context). Its
+  :class:`FeedClient` numbers the frames it will compute, ``position`` 0, 1, 2, ..., and
+  puts a :class:`~.messages.Reading` ``(run, rank, slot, position, frame)`` on the readers'
+  common task queue for each, at most ``n_slots`` ahead of the frame it computes; the slot
+  of position ``p`` is ``p % n_slots``, free because the worker has finished position
+  ``p - n_slots`` before it issues ``p``. So readers never wait for a slot, and a worker
+  never waits on anything but the frame it needs next. When fewer frames than its
+  lookahead are left to issue, it asks the parent for its next part (:class:`~.messages.More`).
 * A reader takes a task, reads the frame (``trajectory[frame]``), writes the slot (the rows
   gathered and, for analyses whose kernels take them wrapped into the box, wrapped: the
   same operations on the same values as in the worker, so the same bits) and puts
-  ``position`` on the worker's queue. The queue's message (a pipe write) orders the slot's
-  contents before the notice on every architecture.
-* The worker consumes positions in order and checks each slot's frame index.
+  ``(run, position)`` on the worker's queue. The queue's message (a pipe write) orders the
+  slot's contents before the notice on every architecture. Readings and notices of an
+  earlier run (a warm engine serves several) are skipped.
+* The worker consumes positions in order and checks each slot's frame index; a cancelled
+  part's readings already issued are awaited and their slots released
+  (:meth:`FeedClient.skip`).
 
 Results are those of the same parts computed by workers that read their own frames: the
 same frames, in the same order, in the same parts.

@@ -1,5 +1,6 @@
-"""The node backend (parent side): starts the planned workers, hands them parts from a
-queue, recomputes stragglers' parts, and stops the run on a failure."""
+"""The node backend (parent side): starts the planned workers and readers (or finds those
+of a warm engine), hands them the parts the scheduler chooses, cancels the losing copy of
+a recomputed part, and stops the run on a failure."""
 
 from __future__ import annotations
 
