@@ -193,3 +193,21 @@ def test_planning_for_one_to_eight_gpus():
         used = [c for s in plan for c in s.cpus]
         assert len(readers) >= 16 * g - 4 * g and len(set(used)) == 16 * g
         assert b.part_sizes(600) == guided_sizes(600, g)
+
+
+@pytest.mark.parametrize("n_gpus", [1, 2, 4, 8])
+def test_one_to_eight_standin_gpus_give_the_serial_counts(adk_water, n_gpus):
+    """Real processes for a node of 1, 2, 4 or 8 GPUs (CPU stand-ins, 4 CPUs per GPU,
+    unpinned on this machine): a GPU worker per GPU fed by the readers of the other CPUs,
+    guided parts, the same counts as serial."""
+    ow = adk_water.select_atoms("name OW")[:300]
+    ser = InterRDF(ow, ow, nbins=50, range=(0.0, 10.0)).run()
+    topo = NodeTopology.simple([4 * n_gpus], n_gpus=n_gpus)
+    backend = NodeBackend(topology=topo, _gpu_standin=True, pin=False)
+    par = InterRDF(ow, ow, nbins=50, range=(0.0, 10.0)).run(backend=backend)
+    np.testing.assert_array_equal(par.results.count_uint64, ser.results.count_uint64)
+    run = backend.last_run
+    assert [w["kind"] for w in run["workers"]] == ["gpu"] * n_gpus
+    assert len(run["readers"]) == 4 * n_gpus - n_gpus
+    assert run["part_sizes"] == guided_sizes(len(adk_water.trajectory), n_gpus)
+    assert sum(w["frames"] for w in run["workers"]) >= len(adk_water.trajectory)
