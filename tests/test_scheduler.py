@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 import pytest
-from stragglers import SlowWorkerRDF
+from stragglers import SlowWorkerLateHelperRDF
 
 from mdakit_fastrdf import InterRDF
 from mdakit_fastrdf.backends import NodeBackend
@@ -170,7 +170,7 @@ def test_losing_copy_is_cancelled_and_not_awaited(adk_water):
     ser = InterRDF(ow, ow, nbins=50, range=(0.0, 8.0)).run()
     backend = NodeBackend(gpus=None, cpu_workers=2, part_frames=5)
     t0 = time.perf_counter()
-    par = SlowWorkerRDF(ow, ow, nbins=50, range=(0.0, 8.0)).run(backend=backend)
+    par = SlowWorkerLateHelperRDF(ow, ow, nbins=50, range=(0.0, 8.0)).run(backend=backend)
     wall = time.perf_counter() - t0
     np.testing.assert_array_equal(par.results.count_uint64, ser.results.count_uint64)
     run = backend.last_run

@@ -147,8 +147,8 @@ class Ring(MappedFile):
 class _FedFrames:
     """The frames of one part, as its compute worker receives them from the readers."""
 
-    def __init__(self, client, analysis, frames):
-        self._client, self._analysis = client, analysis
+    def __init__(self, client, frames):
+        self._client = client
         self.frames = tuple(int(f) for f in frames)
 
     def __len__(self):
@@ -240,7 +240,9 @@ class FeedClient:
 
     # -- frames ---------------------------------------------------------------------
     def frames(self, analysis, slicer):
-        return _FedFrames(self, analysis, slicer)
+        """The frames `slicer` of a part, for `analysis`'s frame loop (the frame-source
+        interface of :func:`~.frames.frame_source`; the rows come on each timestep)."""
+        return _FedFrames(self, slicer)
 
     def _issue(self):
         n = self.ring.n_slots

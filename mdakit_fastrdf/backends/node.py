@@ -4,7 +4,6 @@ a recomputed part, and stops the run on a failure."""
 
 from __future__ import annotations
 
-import collections
 import math
 import os
 import pickle
@@ -31,33 +30,26 @@ FEED_RING_BYTES = 1 << 30
 
 @dataclass
 class _Worker:
+    """A process of a run (compute worker or reader), as the parent sees it; which parts it
+    holds and its rates are the scheduler's (:class:`~.scheduler.WorkerState`)."""
+
     spec: WorkerSpec
     proc: object
     conn: object
     status: str = "starting"  # starting, idle, busy, stopped, ended
-    part: int | None = None
-    t0: float = 0.0
+    part: int | None = None  # the part it computes, for the message of a death
     pid: int | None = None
     cpus: list = field(default_factory=list)
-    parts: int = 0
-    frames: int = 0
-    busy_s: float = 0.0
-    duplicates: int = 0
     devices_used: set = field(default_factory=set)
-    queued: collections.deque = field(default_factory=collections.deque)  # fed: next parts
-    fed: bool = False
     unsent: list = field(default_factory=list)  # parts to send once the payload is sent
     has_payload: bool = False
     mapped: bool = False  # it said ready in this run (mapped the run's files)
+    feed_wait_s: float = 0.0
 
     def reset(self):
         """A warm engine's process, at the start of its next run."""
         self.status, self.part, self.mapped, self.has_payload = "starting", None, False, True
         self.unsent, self.feed_wait_s, self.devices_used = [], 0.0, set()
-    feed_wait_s: float = 0.0
-
-    def rate(self):
-        return self.frames / self.busy_s if self.busy_s > 0 else None
 
 
 class NodeBackend(_OwnBackend):
@@ -543,7 +535,7 @@ class _NodeRun:
                            daemon=True)
         proc.start()
         child_conn.close()
-        return _Worker(spec, proc, parent_conn, fed=bool(self.rings), has_payload=inherit)
+        return _Worker(spec, proc, parent_conn, has_payload=inherit)
 
     def replace(self, w, pool):
         """A warm engine's process that ended between runs: the error it left, if any, is
