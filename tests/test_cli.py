@@ -88,14 +88,16 @@ def test_blocks_and_backend(tmp_path, capsys):
     np.testing.assert_allclose(res.rdf_sem, res.block_rdf.std(axis=0, ddof=1) / np.sqrt(2))
 
 
-def test_unknown_backend_is_passed_to_run(tmp_path, capsys):
-    # names other than MDAnalysis's go to run(backend=...) unchanged (e.g. the package's own
-    # backends); an unknown one is reported as a one-line error
+def test_unknown_backend_is_an_argument_error(tmp_path, capsys):
+    # --backend takes the names run(backend=...) knows; an unknown one is an argparse error
+    # naming them (tests/test_backend_names.py)
     args = FAST + ["--backend", "no-such-backend", "--n-workers", "2",
                    "-o", str(tmp_path / "rdf.csv")]
-    assert main(args) == 1
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    assert info.value.code == 2
     err = capsys.readouterr().err
-    assert "no-such-backend" in err
+    assert "no-such-backend" in err and "serial, multiprocessing, dask, node" in err
     assert "Traceback" not in err
 
 
@@ -189,7 +191,7 @@ def test_first_peak_falls_back_to_maximum():
         (["--backend", "multiprocessing", "--n-workers", "1.5"],
          "--n-workers: expected a positive integer, got '1.5'"),
         (["--blocks", "many"], "--blocks: expected an integer of at least 2"),
-        (["--backend", " "], "--backend: expected a backend name, got ' '"),
+        (["--backend", " "], "--backend: ' ' is not a backend; the backends are serial,"),
         (["--device", "gpu"], "--device: expected auto, cpu, cuda or cuda:N, got 'gpu'"),
     ],
 )

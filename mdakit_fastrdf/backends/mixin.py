@@ -3,27 +3,95 @@ backends) and the short names of the backends."""
 
 from __future__ import annotations
 
+import difflib
 import itertools
 
 import numpy as np
-from MDAnalysis.analysis.backends import BackendSerial
+from MDAnalysis.analysis.backends import BackendBase, BackendSerial
 
 from ..engine import available_cpus
 from .base import _OwnBackend
 from .dask_backend import DaskDistributedBackend, _default_client
 from .node import NodeBackend
+from .trace import mark
 
 __all__ = ["ParallelAnalysisMixin"]
 
 
-def _resolve_backend(backend, n_workers):
-    """Map the short names of this package's backends to backend objects."""
+#: the backend names that ``run(backend=...)`` accepts
+BACKEND_NAMES = ("serial", "multiprocessing", "dask", "node")
+
+
+def closest_backend(name: str, names=BACKEND_NAMES) -> str | None:
+    """The name of `names` closest to `name` (:func:`difflib.get_close_matches`), or None."""
+    close = difflib.get_close_matches(name.strip().lower(), names, n=1, cutoff=0.5)
+    return close[0] if close else None
+
+
+def _backend_name(backend: str, names=BACKEND_NAMES) -> str:
+    """The backend name `backend` as ``run()`` knows it (case and spaces ignored).
+
+    Raises
+    ------
+    ValueError
+        For a name that is not one of `names`: the message lists them and the closest
+        match (:func:`difflib.get_close_matches`), if any.
+    """
+    name = backend.strip().lower()
+    if name in names:
+        return name
+    close = closest_backend(name, names)
+    hint = f" (did you mean {close!r}?)" if close else ""
+    raise ValueError(
+        f"backend={backend!r} is not a backend{hint}. The backends are "
+        f"{', '.join(map(repr, names))}, or a backend object (an instance of "
+        "MDAnalysis.analysis.backends.BackendBase, e.g. NodeBackend(...))")
+
+
+def _resolve_backend(backend, n_workers, names=BACKEND_NAMES):
+    """Map the short names of this package's backends to backend objects.
+
+    Parameters
+    ----------
+    backend : str or BackendBase
+        A name of `names` (case and surrounding spaces ignored) or a backend object.
+    n_workers : int or None
+        Workers of the backend built from a name.
+    names : tuple of str, optional
+        The names accepted (the analysis's ``get_supported_backends()``).
+
+    Returns
+    -------
+    str or BackendBase
+        ``'serial'``, ``'multiprocessing'`` or ``'dask'`` (MDAnalysis's, by name), or a
+        backend object: the one given, or this package's for ``'node'`` and for ``'dask'``
+        with an active ``dask.distributed`` client.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name: the message lists the names and the closest one.
+    TypeError
+        For anything that is neither a name nor a backend object (a backend class is told
+        to be instantiated).
+    """
     if isinstance(backend, str):
-        name = backend.lower()
+        name = _backend_name(backend, tuple(names))
         if name == "node":
             return NodeBackend(n_workers=n_workers)
         if name == "dask" and _default_client() is not None:
             return DaskDistributedBackend(n_workers=n_workers)
+        return name
+    if isinstance(backend, type) and issubclass(backend, BackendBase):
+        workers = "" if n_workers is None else f"n_workers={n_workers}"
+        raise TypeError(
+            f"backend={backend.__name__} is a class: pass an instance, e.g. "
+            f"backend={backend.__name__}({workers or 'n_workers=2'})")
+    if not isinstance(backend, BackendBase):
+        raise TypeError(
+            f"backend must be one of the names {', '.join(map(repr, names))} or a backend "
+            f"object (an instance of MDAnalysis.analysis.backends.BackendBase); got "
+            f"{backend!r} of type {type(backend).__name__}")
     return backend
 
 
@@ -71,7 +139,8 @@ class ParallelAnalysisMixin:
         Other parameters are those of MDAnalysis's ``run``.
         """
         explicit = isinstance(backend, _OwnBackend)
-        backend = _resolve_backend("serial" if backend is None else backend, n_workers)
+        backend = _resolve_backend("serial" if backend is None else backend, n_workers,
+                                   self.get_supported_backends())
         if isinstance(backend, _OwnBackend):
             if explicit and n_workers is not None and n_workers != backend.n_workers:
                 raise ValueError(
@@ -90,6 +159,7 @@ class ParallelAnalysisMixin:
                     n_parts = backend.parts_for(n_frames)
             verbose = getattr(self, "_verbose", False) if verbose is None else verbose
             backend._progress = (bool(verbose), dict(progressbar_kwargs or {}))
+            mark("run", "parent")
             try:
                 return super().run(start=start, stop=stop, step=step, frames=frames,
                                    verbose=False, n_workers=None, n_parts=n_parts,
@@ -98,6 +168,7 @@ class ParallelAnalysisMixin:
             finally:
                 backend._progress = (False, {})
                 self._part_sizes = None
+                mark("run_end", "parent")
         if self.n_threads is None and n_workers and n_workers > 1 and not isinstance(
                 backend, BackendSerial) and backend != "serial":
             self._worker_threads = max(1, available_cpus() // n_workers)

@@ -214,8 +214,8 @@ def build_parser() -> argparse.ArgumentParser:
     compute.add_argument(
         "--backend", type=_backend, default="serial", metavar="NAME",
         help="parallel backend splitting the frames over processes: serial, "
-        "multiprocessing or dask (MDAnalysis's), or any other backend name that "
-        "InterRDF.run(backend=...) accepts (default: %(default)s)",
+        "multiprocessing or dask (MDAnalysis's), or node (every GPU and CPU socket of "
+        "this machine) (default: %(default)s)",
     )
     compute.add_argument(
         "--n-workers", type=_positive_int,
@@ -366,9 +366,16 @@ def _cuda_problem(device: str, in_this_process: bool) -> str | None:
 
 
 def _backend(text: str) -> str:
-    name = text.strip()
-    if not name:
-        raise argparse.ArgumentTypeError(f"expected a backend name, got {text!r}")
+    """--backend: one of the names of :data:`~mdakit_fastrdf.backends.mixin.BACKEND_NAMES`
+    (case ignored); otherwise the names and the closest one."""
+    from mdakit_fastrdf.backends.mixin import BACKEND_NAMES, closest_backend
+
+    name = text.strip().lower()
+    if name not in BACKEND_NAMES:
+        close = closest_backend(name) if name else None
+        hint = f" (did you mean {close}?)" if close else ""
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a backend{hint}; the backends are {', '.join(BACKEND_NAMES)}")
     return name
 
 
