@@ -121,7 +121,9 @@ def test_debye_subcommand_writes_its_q_tables(tmp_path, capsys):
     assert rc == 0, capsys.readouterr().err
     assert "Binning" in capsys.readouterr().out
     header = out.read_text(encoding="utf-8").splitlines()[2].split(",")
-    assert "q" in header and "intensity" in header and "partials" in header
+    assert "q" in header and "intensity" in header and "partials_H_H" in header
+    assert "r_angstrom" not in header  # the histograms are in saxs_histogram.csv
+    assert (tmp_path / "saxs_histogram.csv").exists()
 
     u.guess_TopologyAttrs(to_guess=["elements"])
     direct = DebyeScattering(u.atoms, q=np.linspace(0.05, 0.5, 10)).run(stop=2)

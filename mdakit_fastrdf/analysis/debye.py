@@ -20,7 +20,7 @@ from ..engine import MAX_BINS, NO_BOX, Box, prepare_box
 from .checks import check_atomgroup
 from .declarations import Command, Curve, Field, Option, OutputSpec, PlotAxes, Table
 from .scattering import _check_q, sinc_transform, species_elements, species_weights
-from .species import SpeciesRDF, _pair_index, _pair_labels, _species_index
+from .species import SpeciesRDF, _pair_index, _pair_labels, _pair_suffixes, _species_index
 
 __all__ = ["DSINC_MAX", "DebyeScattering", "binning_error_bound"]
 
@@ -310,7 +310,9 @@ class DebyeScattering(SpeciesRDF):
         tables=(Table(fields=("count_uint64",), labels=lambda res: _pair_labels(res)),
                 Table(fields=("intensity", "binning_error"), axis="q"),
                 Table(fields=("partials", "pair_sums"), axis="q",
-                      labels=lambda res: _pair_labels(res))),
+                      labels=lambda res: _pair_labels(res),
+                      wide=lambda res: _pair_suffixes(res))),
+        csv_files={"bins": "histogram"},  # debye.csv over q, debye_histogram.csv over r
     )
     command = Command(
         name="debye",

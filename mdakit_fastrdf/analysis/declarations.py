@@ -81,20 +81,31 @@ class Table:
     ``r_angstrom``, ``r_lo_angstrom``, ``r_hi_angstrom``) or another 1-D field (``"q"``: a
     column of its own, named and described by its :class:`Field`), whose length then replaces
     ``nbins``.
+
+    ``wide(results)``, when given, writes the table wide instead: one column per leading
+    index, ``<column>_<suffix>`` with the suffixes it returns (e.g. ``partials_O_H``), so
+    that the table shares its rows, one per x value, with the unlabelled tables over the
+    same axis.
     """
 
     fields: tuple
     columns: dict = field(default_factory=dict)
     labels: Callable | None = None
     axis: str = "bins"
+    wide: Callable | None = None
 
 
 @dataclass(frozen=True)
 class OutputSpec:
-    """The outputs an analysis declares (see the module docstring)."""
+    """The outputs an analysis declares (see the module docstring).
+
+    ``csv_files`` maps a table axis to the file of its rows when an analysis has tables over
+    more than one axis: ``{"bins": "gr"}`` writes the rows over r of ``sq.csv`` to
+    ``sq_gr.csv``; tables over the other axes stay in the file named."""
 
     fields: tuple = ()
     tables: tuple = ()
+    csv_files: dict = field(default_factory=dict)
 
     def field(self, name) -> Field | None:
         """The :class:`Field` of results field `name` (``block_*`` and ``*_sem`` resolve to
@@ -117,10 +128,12 @@ class OutputSpec:
         """Fields for which blocks give a standard error."""
         return tuple(f.name for f in self.fields if f.blocks)
 
-    def extend(self, fields=(), tables=()) -> OutputSpec:
-        """A copy with more fields and tables (for a subclass adding results)."""
+    def extend(self, fields=(), tables=(), csv_files=None) -> OutputSpec:
+        """A copy with more fields and tables (for a subclass adding results), and its
+        own :attr:`csv_files` when given."""
         return replace(self, fields=tuple(self.fields) + tuple(fields),
-                       tables=tuple(self.tables) + tuple(tables))
+                       tables=tuple(self.tables) + tuple(tables),
+                       csv_files=dict(self.csv_files if csv_files is None else csv_files))
 
 
 def histogram_fields(count_about="pairs in the bin summed over frames"):

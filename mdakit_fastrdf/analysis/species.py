@@ -504,3 +504,9 @@ def _pair_labels(res):
         "species_a": ([species[i] for i, _ in res.pairs], "first species"),
         "species_b": ([species[j] for _, j in res.pairs], "second species"),
     }
+
+
+def _pair_suffixes(res):
+    """CSV column suffixes of the species pairs in a wide table: ``O_H`` (``partials_O_H``)."""
+    species = [str(s) for s in res.species]
+    return [f"{species[i]}_{species[j]}" for i, j in res.pairs]

@@ -22,7 +22,7 @@ from ..engine import NO_BOX, prepare_box
 from .base import frame_sum, shell_volumes
 from .declarations import Command, Curve, Field, Option, Table
 from .scattering import sinc_transform, species_elements, species_weights
-from .species import SpeciesRDF, _pair_index, _pair_labels, _species_index
+from .species import SpeciesRDF, _pair_index, _pair_labels, _pair_suffixes, _species_index
 
 __all__ = ["StructureFactor", "bhatia_thornton", "cosine_window", "faber_ziman_total",
            "lorch_window"]
@@ -432,8 +432,8 @@ class StructureFactor(SpeciesRDF):
     ), tables=(
         Table(fields=("s", "f", "s_transform", "s_direct", "s_nn", "s_nc", "s_cc"), axis="q"),
         Table(fields=("partials", "partials_transform", "partials_direct"), axis="q",
-              labels=lambda res: _pair_labels(res)),
-    ))
+              labels=lambda res: _pair_labels(res), wide=lambda res: _pair_suffixes(res)),
+    ), csv_files={"bins": "gr"})  # sq.csv over q, sq_gr.csv the partial g(r) over r
     command = Command(
         name="sq",
         help="structure factors S(q) of a periodic system (Faber-Ziman partials and total)",

@@ -164,7 +164,13 @@ def _run(cls, args) -> None:
              ("Run time", f"{wall:.3f} s ({args.precision} precision, device {args.device})")]
     if cmd.summary is not None:
         lines += list(cmd.summary(analysis))
-    lines.append(("Results", f"{args.output} (read with mdakit_fastrdf.load)"))
+    written = [args.output]
+    if args.output.suffix.lower() == ".csv":
+        from .io import csv_paths
+
+        written = csv_paths(analysis, args.output)  # sq.csv, sq_gr.csv: a table per axis
+    lines.append(("Results", f"{', '.join(map(str, written))} (read with "
+                             f"mdakit_fastrdf.load({str(args.output)!r}))"))
     if args.plot is not None:
         lines.append(("Plot", str(args.plot)))
     width = max(len(label) for label, _ in lines)

@@ -35,11 +35,13 @@ from MDAnalysis.analysis.results import Results
 from .._version import __version__
 from ..analysis.declarations import analysis_class
 
-__all__ = ["RDFData", "load", "run_parameters", "save"]
+__all__ = ["RDFData", "csv_paths", "load", "run_parameters", "save"]
 
 FORMAT = "mdakit_fastrdf"
-#: 2: CSV tables described by the header's "table" entry (version 1 files have none).
-FORMAT_VERSION = 2
+#: 2: CSV tables described by the header's "table" entry (version 1 files have none);
+#: 3: CSV tables over several axes in files of their own (``sq.csv``, ``sq_gr.csv``), wide
+#: columns, groups sharing rows (written only by such CSV files; the rest stay version 2).
+FORMAT_VERSION = 3
 _SUFFIXES = {".npz": "npz", ".csv": "csv", ".h5": "hdf5", ".hdf5": "hdf5"}
 
 
@@ -335,6 +337,11 @@ def save(obj, filename, format=None, *, metadata=None) -> Path:
     InterRDF_s). The columns are the per-bin results fields: ``r_angstrom`` (bin centre),
     ``r_lo_angstrom``, ``r_hi_angstrom`` (edges), ``rdf``, ``count`` (exact integers), and
     where present ``cdf``, ``coordination``, ``<field>_sem`` and ``<field>_block_<b>``.
+    Results over another axis (q) get a file per axis, each with only its own columns:
+    StructureFactor's ``sq.csv`` has one row per q (``q``, ``s``, ..., ``partials_O_H``,
+    ...) and ``sq_gr.csv`` the partial g(r) (rows over r); DebyeScattering's second file
+    is ``<name>_histogram.csv`` (:func:`csv_paths` lists them). :func:`load` reads either
+    file and the other beside it.
 
     *hdf5*: root attributes ``format``, ``format_version``, ``analysis`` and
     ``parameters`` (JSON); group ``parameters`` with one attribute per parameter; group
@@ -387,7 +394,7 @@ def load(filename, format=None) -> RDFData:
 
 
 def _meta(data, layout):
-    return {"format": FORMAT, "format_version": FORMAT_VERSION, "analysis": data.analysis,
+    return {"format": FORMAT, "format_version": 2, "analysis": data.analysis,
             "parameters": data.parameters, "layout": layout}
 
 
@@ -458,7 +465,7 @@ def _save_hdf5(data, path):
     with h5py.File(path, "w") as f:
         meta = _meta(data, layout)
         f.attrs["format"] = FORMAT
-        f.attrs["format_version"] = FORMAT_VERSION
+        f.attrs["format_version"] = meta["format_version"]
         f.attrs["analysis"] = data.analysis
         f.attrs["parameters"] = json.dumps(data.parameters)
         f.attrs["layout"] = json.dumps(meta["layout"])
@@ -530,134 +537,197 @@ def _blocks(value):
     return [np.asarray(value)[b] for b in range(len(value))]
 
 
-def _csv_tables(data):
-    """The CSV table: ``(columns, about, table)``: columns of strings, their descriptions, and
-    the description of each group of rows that :func:`_load_csv` reads back (its row count
-    and ``{field: [column, shape, integer]}``), from the analysis' declaration."""
-    spec, res, norm = data.cls.outputs, data.results, data.norm
-    edges = np.asarray(res.edges, dtype=np.float64)
-    columns, about, groups = {}, {}, []
-    label_names, axis_names = [], []
+def _csv_files(spec, res):
+    """The tables of each CSV file: ``{suffix: [Table]}``, suffix None for the file named
+    and ``spec.csv_files[axis]`` for the tables over that axis (``sq_gr.csv``)."""
+    files = {}
     for table in spec.tables:
+        if any(name in res for name in table.fields):
+            files.setdefault(spec.csv_files.get(table.axis), []).append(table)
+    if None not in files:  # every table is over a companion's axis: the first is the main
+        first = next(iter(files), None)
+        files = {None: files.pop(first, [])} | files
+    return files
+
+
+def companion_path(path, suffix) -> Path:
+    """The file of the rows over another axis: ``sq.csv`` and ``'gr'`` give ``sq_gr.csv``."""
+    path = Path(path)
+    return path.with_name(f"{path.stem}_{suffix}{path.suffix}")
+
+
+def csv_paths(obj, filename) -> list:
+    """The files :func:`save` writes for `obj` to CSV file `filename`: `filename`, then one
+    per other axis of its tables (``sq.csv``, ``sq_gr.csv`` for a StructureFactor)."""
+    data = _as_data(obj)
+    files = _csv_files(data.cls.outputs, data.results)
+    return [Path(filename)] + [companion_path(filename, s) for s in files if s is not None]
+
+
+def _csv_entries(spec, res, table, norm):
+    """The value columns of `table`: ``(column, tail, field, value, integer, about)`` for
+    its fields, their standard errors, then their blocks (``tail``: ``''``, ``'_sem'``,
+    ``'_block_<b>'``)."""
+    main, sems, blocks = [], [], []
+    for name in table.fields:
+        if name not in res:
+            continue
+        field, column = spec.field(name), spec.column(name, table)
+        integer = field is not None and field.integer
+        text = field.about_for(norm) if field is not None else name
+        main.append((column, "", name, res[name], integer, text))
+        if name + "_sem" in res:
+            sems.append((column, "_sem", name + "_sem", res[name + "_sem"], False,
+                         f"standard error of the block mean of {column}"))
+        if "block_" + name in res:
+            for b, value in enumerate(_blocks(res["block_" + name])):
+                blocks.append((column, f"_block_{b}", f"block_{name}.{b}", value, integer,
+                               f"{column}, block {b}"))
+    return main + sems + blocks
+
+
+def _csv_tables(data, tables=None):
+    """One CSV table: ``(columns, about, groups)``: columns of strings, their descriptions,
+    and the description of each group of rows that :func:`_load_csv` reads back (its first
+    row ``start``, row count and ``{field: [column(s), shape, integer, dtype]}``), from the
+    analysis' declaration (`tables`: those of this file, default all).
+
+    Tables over the same axis without label columns (and wide ones, :class:`Table`'s
+    ``wide``) share their rows, one per x value; a labelled table adds rows of its own."""
+    spec, res, norm = data.cls.outputs, data.results, data.norm
+    tables = spec.tables if tables is None else tables
+    edges = np.asarray(res.edges, dtype=np.float64)
+    r_names = ["r_angstrom", "r_lo_angstrom", "r_hi_angstrom"]
+    about = {"r_angstrom": "bin centre (Å)", "r_lo_angstrom": "lower bin edge (Å)",
+             "r_hi_angstrom": "upper bin edge (Å)"}
+    blocks = []  # [axis, flat, n_rows, {column: [str]}, [group]]
+    label_names, x_names, value_names = [], [], []
+    for table in tables:
         if not any(name in res for name in table.fields):
             continue
-        labels = table.labels(res) if table.labels is not None else {}
-        for name in labels:
-            if name not in label_names:
-                label_names.append(name)
-        # column -> (field, value, integer, description): the fields, their standard
-        # errors, then their blocks
-        main, sems, blocks = {}, {}, {}
-        for name in table.fields:
-            if name not in res:
-                continue
-            field, column = spec.field(name), spec.column(name, table)
-            integer = field is not None and field.integer
-            text = field.about_for(norm) if field is not None else name
-            main[column] = (name, res[name], integer, text)
-            if name + "_sem" in res:
-                sems[column + "_sem"] = (name + "_sem", res[name + "_sem"], False,
-                                         f"standard error of the block mean of {column}")
-            if "block_" + name in res:
-                for b, value in enumerate(_blocks(res["block_" + name])):
-                    blocks[f"{column}_block_{b}"] = (f"block_{name}.{b}", value, integer,
-                                                     f"{column}, block {b}")
-        per_bin = {**main, **sems, **blocks}
-        n_rows = len(_flat(next(iter(per_bin.values()))[1]))
-        axis = None
-        if table.axis != "bins":
-            axis = (spec.column(table.axis), np.asarray(res[table.axis], dtype=np.float64))
-            if axis[0] not in axis_names:
-                axis_names.append(axis[0])
+        entries = _csv_entries(spec, res, table, norm)
+        if table.axis == "bins":
+            x = {"r_angstrom": res.bins, "r_lo_angstrom": edges[:-1],
+                 "r_hi_angstrom": edges[1:]}
+        else:
+            column = spec.column(table.axis)
+            x = {column: np.asarray(res[table.axis], dtype=np.float64)}
             f = spec.field(table.axis)
             if f is not None:
-                about.setdefault(axis[0], f"{f.about} ({f.unit})" if f.unit else f.about)
-        groups.append((n_rows, labels, per_bin, axis))
-    # columns in order: labels, r, other axes, then the value columns of every group
-    value_names = []
-    for _, _, per_bin, _ in groups:
-        for column in per_bin:
-            if column not in value_names:
-                value_names.append(column)
-    r_names = ["r_angstrom", "r_lo_angstrom", "r_hi_angstrom"]
-    names = label_names + r_names + axis_names + value_names
-    columns = {name: [] for name in names}
-    about.update({"r_angstrom": "bin centre (Å)", "r_lo_angstrom": "lower bin edge (Å)",
-                  "r_hi_angstrom": "upper bin edge (Å)"})
-    described = []
-    for n_rows, labels, per_bin, axis in groups:
-        n_x = len(res.bins) if axis is None else len(axis[1])
-        reps = n_rows // n_x
-        for name in label_names:
-            values, text = labels.get(name, ([""] * reps, ""))
-            columns[name].extend(v for v in values for _ in range(n_x))
-            if text:
-                about.setdefault(name, text)
-        if axis is None:
-            columns["r_angstrom"].extend(_fmt(np.tile(res.bins, reps), False))
-            columns["r_lo_angstrom"].extend(_fmt(np.tile(edges[:-1], reps), False))
-            columns["r_hi_angstrom"].extend(_fmt(np.tile(edges[1:], reps), False))
+                about.setdefault(column, f"{f.about} ({f.unit})" if f.unit else f.about)
+        n_x = len(next(iter(x.values())))
+        for name in x:
+            if name not in x_names:
+                x_names.append(name)
+        cols, fields = {}, {}
+        labels = {}
+        if table.wide is not None:
+            suffixes = [str(v) for v in table.wide(res)]
+            for column, tail, key, value, integer, text in entries:
+                arr = np.asarray(value)
+                names = [f"{column}_{sfx}{tail}" for sfx in suffixes]
+                for k, name in enumerate(names):
+                    cols[name] = _fmt(arr[k], integer)
+                    about.setdefault(name, f"{text} ({suffixes[k]})")
+                fields[key] = [names, list(arr.shape), integer, arr.dtype.str]
+            n_rows, reps = n_x, 1
         else:
-            for name in r_names:
-                columns[name].extend([""] * n_rows)
-        for name in axis_names:
-            if axis is not None and name == axis[0]:
-                columns[name].extend(_fmt(np.tile(axis[1], reps), False))
-            else:
-                columns[name].extend([""] * n_rows)
-        fields = {}
-        for name in value_names:
-            if name in per_bin:
-                field, value, integer, text = per_bin[name]
-                columns[name].extend(_fmt(_flat(value), integer))
-                about.setdefault(name, text)
-                fields[field] = [name, _shape(value), integer, _dtype(value)]
-            else:
-                columns[name].extend([""] * n_rows)
+            labels = table.labels(res) if table.labels is not None else {}
+            n_rows = len(_flat(entries[0][3]))
+            reps = n_rows // n_x
+            for name, (values, text) in labels.items():
+                if name not in label_names:
+                    label_names.append(name)
+                cols[name] = [v for v in values for _ in range(n_x)]
+                if text:
+                    about.setdefault(name, text)
+            for column, tail, key, value, integer, text in entries:
+                cols[column + tail] = _fmt(_flat(value), integer)
+                about.setdefault(column + tail, text)
+                fields[key] = [column + tail, _shape(value), integer, _dtype(value)]
+        for name in cols:
+            if name not in label_names and name not in value_names:
+                value_names.append(name)
+        for name, values in x.items():
+            cols[name] = _fmt(np.tile(values, reps), False)
         group = {"rows": n_rows, "fields": fields}
-        if axis is not None:
-            group["axis"] = axis[0]
-        described.append(group)
-    if not any(axis is None for *_, axis in groups):  # no per-bin rows: no r columns
-        for name in r_names:
-            del columns[name]
+        if table.axis != "bins":
+            group["axis"] = spec.column(table.axis)
+        flat = not labels
+        shared = next((blk for blk in blocks if flat and blk[1] and blk[0] == table.axis
+                       and blk[2] == n_rows), None)
+        if shared is not None:
+            shared[3].update(cols)
+            shared[4].append(group)
+        else:
+            blocks.append([table.axis, flat, n_rows, cols, [group]])
+    names = label_names + [n for n in r_names if n in x_names] + \
+        [n for n in x_names if n not in r_names] + value_names
+    columns = {name: [] for name in names}
+    described, start = [], 0
+    for _, _, n_rows, cols, groups in blocks:
+        for name in names:
+            columns[name].extend(cols.get(name, [""] * n_rows))
+        for group in groups:
+            described.append({"start": start, **group})
+        start += n_rows
     return columns, about, described
 
 
-def _save_csv(data, path):
-    res = data.results
-    columns, about, table = _csv_tables(data)
-    tabled = {f.split(".")[0] for group in table for f in group["fields"]}
-    tabled |= {name[:-len("_uint64")] for name in tabled if name.endswith("_uint64")}
-    header_results = Results({k: v for k, v in res.items() if k not in tabled})
-    arrays, layout = _encode_results(header_results)
-    header = _meta(data, layout)
-    header["arrays"] = _inline(arrays)
-    header["table"] = table
-    header["times"] = [repr(float(t)) for t in data.times.tolist()]
+def _write_table(path, first_line, columns, about):
     units = "; ".join(f"{name}: {text}" for name, text in about.items()
                       if text and name in columns)
     with open(path, "w", encoding="utf-8", newline="") as fh:
-        fh.write(f"# mdakit-fastrdf {json.dumps(header, ensure_ascii=False)}\n")
+        fh.write(f"# mdakit-fastrdf {json.dumps(first_line, ensure_ascii=False)}\n")
         fh.write(f"# columns: {units}\n")
         writer = csv.writer(fh, lineterminator="\n")
         writer.writerow(columns)
         writer.writerows(zip(*columns.values()))
 
 
-def _load_csv(path):
+def _save_csv(data, path):
+    res = data.results
+    files = _csv_files(data.cls.outputs, res)
+    written, table = [], []
+    for suffix, tables in files.items():
+        columns, about, groups = _csv_tables(data, tables)
+        target = path if suffix is None else companion_path(path, suffix)
+        for group in groups:
+            if suffix is not None:
+                group["file"] = target.name
+        table.extend(groups)
+        written.append((suffix, target, columns, about))
+    tabled = {f.split(".")[0] for group in table for f in group["fields"]}
+    tabled |= {name[:-len("_uint64")] for name in tabled if name.endswith("_uint64")}
+    header_results = Results({k: v for k, v in res.items() if k not in tabled})
+    arrays, layout = _encode_results(header_results)
+    header = _meta(data, layout)
+    # version 3: tables in several files, wide columns, groups sharing rows
+    if len(files) > 1 or any(isinstance(spec[0], list) for group in table
+                             for spec in group["fields"].values()):
+        header["format_version"] = 3
+    header["arrays"] = _inline(arrays)
+    header["table"] = table
+    header["times"] = [repr(float(t)) for t in data.times.tolist()]
+    for suffix, target, columns, about in written:
+        if suffix is None:
+            _write_table(target, header, columns, about)
+        else:
+            part = {"format": FORMAT, "format_version": header["format_version"],
+                    "analysis": data.analysis, "part_of": path.name,
+                    "about": f"the rows over {suffix} of {path.name}; load {path.name} (or "
+                             f"this file) with mdakit_fastrdf.load"}
+            _write_table(target, part, columns, about)
+
+
+def _read_table(path):
+    """The first line's JSON and the columns (``{name: [str]}``) of a CSV file."""
     with open(path, encoding="utf-8", newline="") as fh:
         first = fh.readline()
         tag = "# mdakit-fastrdf "
         if not first.startswith(tag):
             raise ValueError(f"{str(path)!r} was not written by mdakit_fastrdf (first line)")
         header = json.loads(first[len(tag):])
-        _check_meta(header, path)
-        if "table" not in header:
-            raise ValueError(
-                f"{str(path)!r} is a CSV file of format version "
-                f"{header.get('format_version')}, whose table this version cannot read back; "
-                "load the .npz or .h5 file of the same run, or run the analysis again")
         body = "".join(line for line in fh if not line.startswith("#"))
     reader = csv.reader(_io.StringIO(body))
     names = next(reader)
@@ -665,15 +735,51 @@ def _load_csv(path):
     for row in reader:
         for name, value in zip(names, row):
             cols[name].append(value)
+    return header, cols
+
+
+def _load_csv(path):
+    header, cols = _read_table(path)
+    _check_meta(header, path)
+    if "part_of" in header:  # a companion (sq_gr.csv): read it with its main file
+        main = Path(path).with_name(header["part_of"])
+        if not main.exists():
+            raise FileNotFoundError(
+                f"{str(path)!r} holds only some of the tables of {str(main)!r}, which is "
+                "missing: load needs both files, side by side")
+        return _load_csv(main)
+    if "table" not in header:
+        raise ValueError(
+            f"{str(path)!r} is a CSV file of format version "
+            f"{header.get('format_version')}, whose table this version cannot read back; "
+            "load the .npz or .h5 file of the same run, or run the analysis again")
+    files = {None: cols}
+    for group in header["table"]:
+        name = group.get("file")
+        if name is not None and name not in files:
+            part = Path(path).with_name(name)
+            if not part.exists():
+                raise FileNotFoundError(f"{str(path)!r} keeps some of its tables in "
+                                        f"{str(part)!r}, which is missing")
+            files[name] = _read_table(part)[1]
     res = _decode_results(header["layout"], _uninline(header["arrays"]))
-    start = 0
+    def parse(raw, integer, dtype):
+        return np.array([int(v) for v in raw] if integer else [float(v) for v in raw],
+                        dtype=np.uint64 if integer else np.float64).astype(dtype)
+
+    ends = {}  # files' next rows (version 2 groups have no "start")
     blocks = {}
-    for k, group in enumerate(header["table"]):
+    for group in header["table"]:
+        cols = files[group.get("file")]
+        start = group.get("start", ends.get(group.get("file"), 0))
         stop = start + group["rows"]
+        ends[group.get("file")] = stop
         for field, (column, shape, integer, dtype) in group["fields"].items():
-            raw = cols[column][start:stop]
-            flat = np.array([int(v) for v in raw] if integer else [float(v) for v in raw],
-                            dtype=np.uint64 if integer else np.float64).astype(dtype)
+            if isinstance(column, list):  # wide: one column per leading index
+                flat = np.concatenate([parse(cols[c][start:stop], integer, dtype)
+                                       for c in column])
+            else:
+                flat = parse(cols[column][start:stop], integer, dtype)
             if shape and isinstance(shape[0], list):  # a list of arrays
                 sizes = [int(np.prod(s)) for s in shape]
                 parts = np.split(flat, np.cumsum(sizes)[:-1])
@@ -694,9 +800,12 @@ def _load_csv(path):
             res[name] = np.stack(rows)
     # bin centres and edges from the first rows of the first per-bin group (without one,
     # the header holds them)
-    start = 0
+    ends = {}
     for group in header["table"]:
+        start = group.get("start", ends.get(group.get("file"), 0))
+        ends[group.get("file")] = start + group["rows"]
         if "axis" not in group:
+            cols = files[group.get("file")]
             shape = next(iter(group["fields"].values()))[1]
             nbins = shape[0][-1] if shape and isinstance(shape[0], list) else shape[-1]
             rows = slice(start, start + nbins)
@@ -704,7 +813,6 @@ def _load_csv(path):
             res.edges = np.append(np.array([float(v) for v in cols["r_lo_angstrom"][rows]]),
                                   float(cols["r_hi_angstrom"][start + nbins - 1]))
             break
-        start += group["rows"]
     # float64 twins of exact integer counts
     spec = analysis_class(header["analysis"]).outputs
     for f in spec.fields:
