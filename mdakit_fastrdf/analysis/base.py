@@ -42,6 +42,7 @@ from ..engine import (
     validate_n_threads,
     validate_precision,
 )
+from .boxes import _user_stacklevel
 from .checks import check_keywords, check_nbins, check_norm, check_range
 from .coords import COORDINATE_MODES, prepare_coordinates
 from .declarations import Curve, OutputSpec, register
@@ -142,6 +143,29 @@ def block_plan(blocks, n_frames):
         )
     sizes = [len(part) for part in np.array_split(np.arange(n_frames), blocks)]
     return np.repeat(np.arange(blocks), sizes)
+
+
+#: Fewer blocks than this give an error bar that means little (``run`` warns).
+MIN_BLOCKS = 4
+#: Two-sided 95 % Student t factors for B - 1 = 1, 2, 3 degrees of freedom.
+_T95 = {1: 12.71, 2: 4.30, 3: 3.18}
+
+
+def few_blocks_message(blocks):
+    r"""The warning for ``run(blocks=B)`` with :math:`B <` :data:`MIN_BLOCKS`, or None.
+
+    The standard error of :math:`B` block means has :math:`B - 1` degrees of freedom: its
+    own relative uncertainty is about :math:`1/\sqrt{2(B - 1)}` (71 % for two blocks,
+    41 % for four), and a 95 % interval is :math:`\pm t_{0.975, B-1}` standard errors
+    (12.7 for two blocks, 4.3 for three, 3.2 for four), not :math:`\pm 1.96`."""
+    if blocks >= MIN_BLOCKS:
+        return None
+    dof = blocks - 1
+    return (f"blocks={blocks}: an error bar from fewer than {MIN_BLOCKS} blocks means little: "
+            f"it has {dof} degree(s) of freedom, so it is itself uncertain by about "
+            f"{100 / np.sqrt(2 * dof):.0f} %, and a 95 % interval is +-{_T95[dof]} standard "
+            f"errors, not +-1.96. Use at least {MIN_BLOCKS} blocks (blocks={MIN_BLOCKS} or "
+            f"more), each longer than the correlation time of what you look at")
 
 
 def block_sem(values):
@@ -520,6 +544,9 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
                 "least one frame; choose start/stop/step or frames that include one")
         if blocks is not None:
             self._block_plan = block_plan(blocks, n_total)
+            message = few_blocks_message(blocks)
+            if message is not None:
+                warnings.warn(message, UserWarning, stacklevel=_user_stacklevel())
         self._run_pid = os.getpid()
         self._run_options = {
             "start": start, "stop": stop, "step": step,

@@ -39,6 +39,7 @@ import warnings
 import numpy as np
 from MDAnalysis.analysis.results import Results
 
+from .boxes import _user_stacklevel
 from .checks import EXCLUDE_SAME
 from .declarations import Field
 from .species import SpeciesRDF
@@ -47,6 +48,7 @@ __all__ = [
     "A3_TO_CM3_PER_MOL",
     "WEIGHTS",
     "KirkwoodBuff",
+    "R2_THRESHOLD",
     "binary_mixture",
     "excess_coordination_numbers",
     "extrapolate",
@@ -78,6 +80,9 @@ WEIGHTS = {
 }
 _CORRECTIONS = ("gv", "none")
 _INTEGRATIONS = ("histogram", "trapezoid")
+#: The :math:`R^2` of the line :math:`L\,G(L)` below which every extrapolation warns
+#: (``kbkit``'s threshold, where it raises).
+R2_THRESHOLD = 0.99
 
 
 # -- checks ------------------------------------------------------------------------------
@@ -520,9 +525,10 @@ def select_fit_range(L, G, min_width=10.0, start=10.0, tail=0.1, r2_threshold=0.
         Å.
     tail : float
         Fraction (0 to 1] of the points that may end a window.
-    r2_threshold : float
+    r2_threshold : float or None
         A RuntimeWarning when the best :math:`R^2` is below it (``kbkit``'s default 0.99
-        raises there): :math:`G(L)` is not yet linear in :math:`1/L`, or too noisy.
+        raises there): :math:`G(L)` is not yet linear in :math:`1/L`, or too noisy. None:
+        no warning (:func:`kirkwood_buff` warns once for all pairs instead).
 
     Returns
     -------
@@ -564,18 +570,63 @@ def select_fit_range(L, G, min_width=10.0, start=10.0, tail=0.1, r2_threshold=0.
         raise ValueError(f"select_fit_range: no window of at least {min_width} Å and 3 points "
                          f"ends in the last {tail:.0%} of L (L from {L[0]} to {L[-1]} Å)")
     best = np.max(r2[good])
-    if best < r2_threshold:
+    if r2_threshold is not None and best < r2_threshold:
         warnings.warn(f"select_fit_range: the best window has R^2 = {best:.4f} < "
                       f"{r2_threshold}: L G(L) is not linear there (not converged, or noisy)",
-                      RuntimeWarning, stacklevel=2)
+                      RuntimeWarning, stacklevel=_user_stacklevel())
     near = good & (r2 >= best - 1e-3)
     i, j = np.unravel_index(np.argmax(np.where(near, width + 1e-12 * r2, -np.inf)), r2.shape)
     return float(L[valid[i]]), float(L[ends[j]])
 
 
 # -- the whole chain for one or more pairs ---------------------------------------------------
+def _route(fit_range, window):
+    """How the window of a fit was chosen, in the caller's words."""
+    if fit_range is None:
+        return (f"the default window fit_range=None (the outer half, {window[0]:g}-"
+                f"{window[1]:g} Å)")
+    if isinstance(fit_range, str):
+        return f"fit_range='auto' (its best window, {window[0]:g}-{window[1]:g} Å)"
+    return f"fit_range=({window[0]:g}, {window[1]:g})"
+
+
+def _poor_fit_message(r2, windows, fit_range, r2_threshold, labels=None, where="kirkwood_buff"):
+    r"""The warning of extrapolations whose :math:`R^2` is below `r2_threshold`, or None.
+
+    Parameters
+    ----------
+    r2 : array_like
+        ``(n,)`` :math:`R^2` of the line :math:`L\,G(L)` of each fit (NaN: no fit).
+    windows : array_like
+        ``(n, 2)`` the windows used, Å.
+    fit_range : tuple, 'auto' or None
+        As given by the user (names the route in the message).
+    r2_threshold : float
+        The threshold.
+    labels : list of str, optional
+        A name per fit (default ``pair k``).
+    where : str
+        Who speaks.
+    """
+    r2 = np.atleast_1d(np.asarray(r2, dtype=np.float64))
+    windows = np.asarray(windows, dtype=np.float64).reshape(-1, 2)
+    bad = np.flatnonzero(np.isfinite(r2) & (r2 < r2_threshold))
+    if not len(bad):
+        return None
+    labels = [f"pair {k}" for k in range(len(r2))] if labels is None else list(labels)
+    shown = "; ".join(f"{labels[k]}: R^2 = {r2[k]:.3f} over {_route(fit_range, windows[k])}"
+                      for k in bad[:6])
+    more = f" (and {len(bad) - 6} more)" if len(bad) > 6 else ""
+    return (f"{where}: the extrapolation of L G(L) = G L + F is a poor fit, R^2 below "
+            f"{r2_threshold}: {shown}{more}. G(L) is not yet linear in 1/L there (the RDF "
+            f"has not converged, or is noisy), so G is uncertain beyond its stderr: plot "
+            f"L G(L) against L (kb_L * kb_running), run more frames, or choose the window "
+            f"(fit_range=(Lmin, Lmax), or 'auto'); r2_threshold=None silences this")
+
+
 def kirkwood_buff(edges, rdf, *, n_b=None, volume=None, delta=0.0, correction="gv",
-                  weight="kruger", fit_range=None, integration="histogram"):
+                  weight="kruger", fit_range=None, integration="histogram",
+                  r2_threshold=R2_THRESHOLD):
     r"""KB integrals of one or more pairs: correction, running integral, thermodynamic limit.
 
     1. ``correction='gv'``: :math:`g \to g^\mathrm{GV}` (:func:`ganguly_van_der_vegt`);
@@ -602,6 +653,11 @@ def kirkwood_buff(edges, rdf, *, n_b=None, volume=None, delta=0.0, correction="g
         r_\mathrm{max})` with :math:`r_\mathrm{max}` the last edge.
     integration : {'histogram', 'trapezoid'}
         See :func:`running_kb`.
+    r2_threshold : float or None
+        With ``weight='kruger'``, one RuntimeWarning for all the pairs whose line
+        :math:`L\,G(L)` has :math:`R^2` below it, whatever chose the window (default
+        :data:`R2_THRESHOLD` = 0.99, ``kbkit``'s); None: no warning. The other weights
+        average :math:`G(L)` and have no :math:`R^2` (``r2`` is NaN): check ``rms``.
 
     Returns
     -------
@@ -634,7 +690,7 @@ def kirkwood_buff(edges, rdf, *, n_b=None, volume=None, delta=0.0, correction="g
             raise ValueError("fit_range='auto' chooses a window for the extrapolation of the "
                              "'kruger' weight; give (Lmin, Lmax) for the other weights")
         # a pair without data (NaN, e.g. one atom with itself) keeps the default window
-        windows = [select_fit_range(L, row) if np.all(np.isfinite(row))
+        windows = [select_fit_range(L, row, r2_threshold=None) if np.all(np.isfinite(row))
                    else (edges[-1] / 2, edges[-1]) for row in rows]
     else:
         windows = [fit_range] * len(rows)
@@ -652,6 +708,10 @@ def kirkwood_buff(edges, rdf, *, n_b=None, volume=None, delta=0.0, correction="g
             out["rms"][i] = row[mask].std()
             out["stderr"][i] = row[mask].std(ddof=1) / np.sqrt(mask.sum())
             used[i] = L[mask][[0, -1]]
+    if weight == "kruger" and r2_threshold is not None:
+        message = _poor_fit_message(out["r2"], used, fit_range, r2_threshold)
+        if message is not None:
+            warnings.warn(message, RuntimeWarning, stacklevel=_user_stacklevel())
     res = Results(L=L, rdf=rdf, running=G, fit_range=used.reshape(lead + (2,)))
     for k, v in out.items():
         res[k] = v.reshape(lead)
@@ -688,7 +748,7 @@ def pair_kirkwood_buff(rdf, *, n_b=None, volume=None, delta=None, **options):
         Override (or supply) :math:`N_b`, the mean box volume in Å³ and
         :math:`\delta_{ab}`.
     **options
-        ``correction``, ``weight``, ``fit_range``, ``integration`` of
+        ``correction``, ``weight``, ``fit_range``, ``integration``, ``r2_threshold`` of
         :func:`kirkwood_buff`.
 
     Returns
@@ -886,6 +946,11 @@ class KirkwoodBuff(SpeciesRDF):
         averages reuse the windows of the whole run).
     integration : {'histogram', 'trapezoid'}
         Keyword only. See :func:`running_kb`.
+    r2_threshold : float or None
+        Keyword only. After :meth:`run`, one RuntimeWarning naming the pairs whose
+        extrapolation (``weight='kruger'``) has :math:`R^2` (``results.kb_r2``) below it,
+        whatever chose the window (default 0.99; None: no warning). Blocks are not checked:
+        their fits are noisier by design, their spread is the error bar.
     temperature : float, optional
         Keyword only. K, for :math:`\kappa_T` of a binary mixture.
     **kwargs
@@ -970,7 +1035,8 @@ class KirkwoodBuff(SpeciesRDF):
 
     def __init__(self, atomgroup, by="element", nbins=75, range=(0.0, 15.0), norm="rdf",
                  exclude_same=None, exclude_self=False, *, correction="gv", weight="kruger",
-                 fit_range=None, integration="histogram", temperature=None, **kwargs):
+                 fit_range=None, integration="histogram", temperature=None,
+                 r2_threshold=R2_THRESHOLD, **kwargs):
         super().__init__(atomgroup, by, nbins, range, norm, exclude_same, exclude_self,
                          **kwargs)
         if self.norm != "rdf":
@@ -1006,6 +1072,9 @@ class KirkwoodBuff(SpeciesRDF):
         elif fit_range == "auto" and self.kb_options["weight"] != "kruger":
             raise ValueError("fit_range='auto' needs weight='kruger'")
         self.fit_range = fit_range
+        if r2_threshold is not None:
+            r2_threshold = float(r2_threshold)
+        self.r2_threshold = r2_threshold
         if temperature is not None:
             temperature = float(_check_positive(temperature, "temperature"))
         self.temperature = temperature
@@ -1016,14 +1085,25 @@ class KirkwoodBuff(SpeciesRDF):
                             range=self.rdf_settings["range"])[1]
 
     def run(self, *args, **kwargs):
+        """Perform the calculation (:meth:`mdakit_fastrdf.SpeciesRDF.run`), then warn once
+        (RuntimeWarning) if the extrapolation of a pair has :math:`R^2` below
+        `r2_threshold` (see Parameters)."""
         self._kb_windows = None  # 'auto' windows: chosen on the whole run, reused by blocks
-        return super().run(*args, **kwargs)
+        super().run(*args, **kwargs)
+        if self.r2_threshold is not None and self.kb_options["weight"] == "kruger":
+            res = self.results
+            labels = ["-".join(str(s) for s in pair) for pair in res.pair_labels]
+            message = _poor_fit_message(res.kb_r2, res.kb_fit_range, self.fit_range,
+                                       self.r2_threshold, labels, where="KirkwoodBuff")
+            if message is not None:
+                warnings.warn(message, RuntimeWarning, stacklevel=_user_stacklevel())
+        return self
 
     def _output_parameters(self):
         fit = self.fit_range
         return {**super()._output_parameters(), **self.kb_options,
                 "fit_range": fit if fit is None or isinstance(fit, str) else list(fit),
-                "temperature": self.temperature}
+                "temperature": self.temperature, "r2_threshold": self.r2_threshold}
 
     def _pair_exclusions(self):
         """Per pair: self pairs counted at distance 0 per frame, and pairs never counted."""
@@ -1057,14 +1137,15 @@ class KirkwoodBuff(SpeciesRDF):
             if self._kb_windows is None:
                 kb = kirkwood_buff(res.edges, g, n_b=n_atoms[b], volume=volume,
                                    delta=excluded / n_atoms[a], fit_range="auto",
-                                   **self.kb_options)
+                                   r2_threshold=None, **self.kb_options)
                 self._kb_windows = [tuple(w) for w in kb.fit_range]
             windows = self._kb_windows
         else:
             windows = [fit_range] * len(self._pairs)
         parts = [kirkwood_buff(res.edges, g[k], n_b=n_atoms[b[k]], volume=volume,
                                delta=excluded[k] / n_atoms[a[k]], fit_range=windows[k],
-                               **self.kb_options) for k in np.arange(len(self._pairs))]
+                               r2_threshold=None, **self.kb_options)
+                 for k in np.arange(len(self._pairs))]
         out = Results(
             kb_rdf=np.stack([p.rdf for p in parts]),
             kb_L=parts[0].L,
