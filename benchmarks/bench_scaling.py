@@ -187,12 +187,22 @@ else:  # a warm engine: [(stop, label), ...] run one after the other in one with
 """
 
 
-def fresh_run(path, fmt, n_atoms, kw, opts, warm=None):
+def fresh_run(path, fmt, n_atoms, kw, opts, warm=None, trace=None):
+    """One node run in a new interpreter; `trace`: a directory for its trace
+    (``MDAKIT_FASTRDF_TRACE``), summarised after the run."""
+    env = dict(os.environ)
+    if trace:
+        env["MDAKIT_FASTRDF_TRACE"] = trace
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "counts.npy")
         spec = json.dumps([path, fmt, n_atoms, kw, opts, out, warm])
         proc = subprocess.run([sys.executable, "-c", _FRESH, spec], capture_output=True,
-                              text=True)
+                              text=True, env=env)
+        if trace:
+            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+            from trace_report import report
+
+            report(trace)
         if proc.returncode != 0:
             raise RuntimeError(f"node run failed:\n{proc.stderr[-4000:]}")
         info = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -262,6 +272,13 @@ def main(argv=None):
                    help="also dask with engine='parts' (each part read by a dask worker)")
     p.add_argument("--warm", action="store_true",
                    help="also a warm engine: run, run again, then 40 frames")
+    p.add_argument("--trace", default=None,
+                   help="a directory: trace each node run (MDAKIT_FASTRDF_TRACE) into a "
+                        "subdirectory of it and print where its time went")
+    p.add_argument("--gpu-threads", type=int, default=None,
+                   help="NodeBackend(gpu_threads=N) in the node rows (default: the plan's)")
+    p.add_argument("--no-ceiling", action="store_true",
+                   help="skip the decode ceiling (R=1 only)")
     p.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "fastrdf-scaling"))
     args = p.parse_args(argv)
 
@@ -293,14 +310,19 @@ def main(argv=None):
     summary = {}
     for fmt in args.formats:
         path = paths[fmt]
-        ceiling = decode_ceiling(path, fmt, args.atoms, args.frames, counts, args.per_process)
+        ceiling = decode_ceiling(path, fmt, args.atoms, args.frames,
+                                 [1] if args.no_ceiling else counts, args.per_process)
         best_r = max(ceiling, key=ceiling.get)
         rows.append([fmt, "decode ceiling", "-", f"{ceiling[best_r]:.1f}", "-",
                      f"R={best_r} of " + ", ".join(f"{r}: {v:.0f}" for r, v in ceiling.items())])
         one = None
         for g in gpu_counts:
             opts = {"gpus": g, "_gpu_standin": standin}
-            info, cnt = fresh_run(path, fmt, args.atoms, kw, opts)
+            if args.gpu_threads:
+                opts["gpu_threads"] = args.gpu_threads
+            tr = (os.path.join(args.trace, f"{fmt}_{g}gpu_t{args.gpu_threads or 'auto'}")
+                  if args.trace else None)
+            info, cnt = fresh_run(path, fmt, args.atoms, kw, opts, trace=tr)
             lr = info["lr"]
             st = busy_rate(lr)
             gw = [w for w in lr["workers"] if w["kind"] == "gpu"]

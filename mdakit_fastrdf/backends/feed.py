@@ -54,6 +54,7 @@ import numpy as np
 
 from .frames import FedTimestep, MappedFile, PartCancelled, check_cancelled
 from .messages import More, Part, Reading
+from .trace import mark
 
 __all__ = ["FeedClient", "Ring", "ring_directory"]
 
@@ -162,12 +163,15 @@ class _FedFrames:
             except PartCancelled:
                 client.skip(self.frames[k:])  # (the readings already issued arrive)
                 raise
+            w0 = client.wait_s
             ts = client.next_frame(frame)
+            mark("frame", "fed", frame=frame, wait=client.wait_s - w0)
             try:
                 yield ts
             finally:
                 ts.rows = None  # (the slot is read again)
                 client.release()
+                mark("frame_end", "fed", frame=frame)
 
 
 class FeedClient:
@@ -343,8 +347,10 @@ def read_frames(analysis, tasks, rings, filled, gen=0, first=None):
         _, rank, slot, pos, frame = task
         ring = rings[rank]
         try:
+            t0 = time.perf_counter()
             ts = trajectory[frame]
             kind = analysis._read_frame(ts, ring.rows(slot))
+            mark("read", "reader", frame=frame, secs=time.perf_counter() - t0)
         except Exception as exc:
             if hasattr(exc, "add_note"):
                 exc.add_note(f"(a reader of the node backend, reading frame {frame} for "

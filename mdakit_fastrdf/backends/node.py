@@ -20,6 +20,7 @@ from .messages import HANDLERS, End, Ended, Exit, Failed, Part, Reading, Run, St
 from .planning import _AUTO, WorkerSpec, _check_auto_int, _fmt_cpus, plan_workers
 from .scheduler import Scheduler, WorkerState, guided_sizes
 from .topology import NodeTopology, detect_topology
+from .trace import mark
 from .worker import _worker_main
 
 __all__ = ["NodeBackend"]
@@ -264,13 +265,18 @@ class NodeBackend(_OwnBackend):
         computations = list(computations)
         if not computations:
             return []
+        mark("apply", "parent", parts=len(computations))
         run = _NodeRun(self, func, computations)
+        mark("payload", "parent", nbytes=len(run.payload))
         try:
             run.start()
+            mark("launched", "parent", workers=len(run.workers), readers=len(run.readers))
             run.loop()
+            mark("loop_end", "parent")
             run.ok = True
         finally:
             self.last_run = run.finish()
+            mark("finished", "parent")
         return run.results
 
     def part_sizes(self, n_frames: int):
@@ -607,6 +613,7 @@ class _NodeRun:
         if w.spec.kind == "reader":
             w.status = "reading"
             return
+        mark("ready", "parent", rank=w.spec.rank)
         if self.timeline["first_ready_s"] is None:
             self.timeline["first_ready_s"] = now - self.t_start
         if w.status == "starting":
@@ -616,6 +623,7 @@ class _NodeRun:
     def on_done(self, w, msg, now):
         idx, res, secs, used, wait_s = msg
         w.feed_wait_s += wait_s
+        mark("done", "parent", rank=w.spec.rank, part=idx, secs=secs)
         self.timeline["parts_done_s"].append(round(now - self.t_start, 4))
         if used is not None:
             w.devices_used.add(used)

@@ -26,6 +26,7 @@ from .messages import (
     Stop,
 )
 from .planning import WorkerSpec
+from .trace import mark
 
 
 def _die_with_parent():
@@ -107,6 +108,7 @@ def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, paren
     elif os.getppid() != parent_pid:
         os._exit(1)
     state = {"idx": None}
+    mark("entry", spec.kind, rank=spec.rank, start_method=spec.start_method)
     try:
         if pin and spec.cpus and hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(0, spec.cpus)
@@ -117,6 +119,7 @@ def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, paren
         if payload is None:  # not forked: the parent sends it once we are running
             conn.send(Hello(spec.rank))
             payload = conn.recv_bytes()
+            mark("payload", spec.kind, rank=spec.rank)
         if feed is not None and feed[0] == "reader":
             _, tasks, ring_specs, filled = feed
             queues = (tasks, filled)
@@ -192,6 +195,7 @@ def _reader_run(conn, spec, payload, queues, ring_specs, gen, first):
     gone; it waits for the next run)."""
     tasks, filled = queues
     func = pickle.loads(payload)
+    mark("unpickled", "reader", rank=spec.rank)
     # A reader maps the rings before it says ready: once every process of the run has, the
     # parent removes the rings' files (the mappings stay), so that nothing is left in
     # /dev/shm whatever ends the run.
@@ -209,6 +213,7 @@ def _compute_run(conn, spec, payload, queues, feed, cancel, gen, state):
     """One run of a compute worker: True when the parent ended it (:class:`End`, a warm
     engine), False when it said stop."""
     func = pickle.loads(payload)
+    mark("unpickled", spec.kind, rank=spec.rank)
     client = None
     if feed is not None:
         ring, preissued, lookahead = feed
@@ -220,6 +225,7 @@ def _compute_run(conn, spec, payload, queues, feed, cancel, gen, state):
         set_frame_source(client)
         if spec.kind == "gpu":  # its CUDA context while the readers read the first frames
             _analysis_of(func)._warm_up()
+            mark("warm", spec.kind, rank=spec.rank)
     while True:
         msg = conn.recv() if client is None else client.next_message()
         if isinstance(msg, Stop):
@@ -230,6 +236,7 @@ def _compute_run(conn, spec, payload, queues, feed, cancel, gen, state):
         idx, computation = msg.idx, msg.frames
         state["idx"] = idx
         t0 = time.perf_counter()
+        mark("part", spec.kind, rank=spec.rank, part=idx, frames=len(computation))
         current_part(flags, idx) if flags is not None else current_part()
         try:
             obj = func(computation)
@@ -243,5 +250,6 @@ def _compute_run(conn, spec, payload, queues, feed, cancel, gen, state):
         # the device the part really ran on (the engine's, once it has run a frame)
         used = getattr(getattr(obj, "_engine", None), "device_used", None)
         wait_s = client.take_wait() if client is not None else 0.0
+        mark("part_end", spec.kind, rank=spec.rank, part=idx, wait=wait_s)
         conn.send(Done(idx, _PartResult(obj), time.perf_counter() - t0, used, wait_s))
         state["idx"] = None
