@@ -80,7 +80,7 @@ def main(argv=None):
                 continue
             cpus = ",".join(str(c) for c in allowed[:k])
             spec = json.dumps([args.atoms, args.frames, precision, args.device])
-            proc = subprocess.run(["taskset", "-c", cpus, sys.executable, "-c", _CHILD, spec], check=False,
+            proc = subprocess.run(["taskset", "-c", cpus, sys.executable, "-c", _CHILD, spec],
                                   check=False, capture_output=True, text=True)
             if proc.returncode != 0:
                 print(proc.stderr[-3000:], file=sys.stderr)
