@@ -495,6 +495,30 @@ def first_peak(bins: np.ndarray, rdf: np.ndarray, r_min: float = 1.0) -> tuple[f
     return float(bins[i]), float(rdf[i])
 
 
+def peak_line(rdf, args: argparse.Namespace) -> str:
+    """The run summary's line on the first peak: with ``--norm rdf``, the first peak of
+    :func:`mdakit_fastrdf.first_shell`, the rule that also gives the first shell's minimum;
+    otherwise (or without a first shell) the maximum of the curve."""
+    res = rdf.results
+    shell = None
+    if args.norm == "rdf":
+        try:
+            shell = rdf.first_shell()
+        except ValueError:
+            pass
+    if shell is not None:
+        label, r_peak, value = "First peak ", shell.r_peak, shell.g_peak
+    else:
+        label = "Maximum    "
+        k = int(np.argmax(res.rdf))
+        r_peak, value = float(res.bins[k]), float(res.rdf[k])
+    text = f"{QUANTITY[args.norm]} = {value:.4g}"
+    if "rdf_sem" in res:
+        k = int(np.argmin(np.abs(res.bins - r_peak)))
+        text += f" ± {res.rdf_sem[k]:.2g} (standard error over {args.blocks} blocks)"
+    return f"{label}: {text} at r = {r_peak:.3f} Å"
+
+
 def summary_lines(rdf, args: argparse.Namespace) -> list[str]:
     """The run summary's lines on the densities (``results.rho``) and, with ``--norm rdf``,
     the first coordination shell (:func:`mdakit_fastrdf.first_shell`)."""
@@ -562,6 +586,11 @@ def _default_exclusion(args: argparse.Namespace, g1: mda.AtomGroup, g2: mda.Atom
         first = " in the first frame" if getattr(args, "updating", False) else ""
         return (f"none ({shared} atoms are in both groups{first}: their self pairs are "
                 "counted at r = 0)")
+    both = np.intersect1d(g1.resindices, g2.resindices).size
+    if both and args.compound is None:
+        first = " in the first frame" if getattr(args, "updating", False) else ""
+        return (f"none ({both} residues hold atoms of both groups{first}: the pairs within a "
+                "residue, such as bonds, are counted; --exclude-same residue leaves them out)")
     return "none"
 
 
@@ -648,11 +677,6 @@ def run(args: argparse.Namespace) -> None:
         write_plot(args.plot, rdf, args)
 
     res = rdf.results
-    r_peak, g_peak = first_peak(res.bins, res.rdf)
-    peak = f"{QUANTITY[args.norm]} = {g_peak:.4g}"
-    if "rdf_sem" in res:
-        k = int(np.argmin(np.abs(res.bins - r_peak)))
-        peak += f" ± {res.rdf_sem[k]:.2g} (standard error over {args.blocks} blocks)"
     if args.updating:  # each frame's sizes: their means over the frames
         n1, n2 = res.frame_group_sizes[:, :2].mean(axis=0)
         sizes = f"{n1:.6g} x {n2:.6g} atoms on average (--updating)"
@@ -665,7 +689,7 @@ def run(args: argparse.Namespace) -> None:
     rate = n1 * n2 * n_frames / wall if wall > 0 else float("inf")
     print(f"System     : {sizes} ({args.select1!r} x {args.select2!r}), {n_frames} frames")
     print(f"Exclusion  : {exclusion}")
-    print(f"First peak : {peak} at r = {r_peak:.3f} Å")
+    print(peak_line(rdf, args))
     for line in summary_lines(rdf, args):
         print(line)
     print(f"Run time   : {wall:.3f} s ({args.precision} precision, device {args.device})")
