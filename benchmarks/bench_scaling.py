@@ -332,7 +332,9 @@ def main(argv=None):
                      + f" s; {len(lr['readers'])} readers; dup {lr['duplicates_started']}")
             rate = record(fmt, f"node, {g} GPU", info["wall"], cnt, notes)
             if g == gpu_counts[0]:
-                one = (rate, st, lr["first_ready_s"], g)
+                # the simulation's start: when the GPU workers began computing (their CUDA
+                # contexts made), and its end: the run's wall after the last part
+                one = (rate, st, lr["first_part_s"], info["wall"] - lr["parts_done_s"][-1], g)
             summary[(fmt, g)] = rate
             if not args.no_hybrid and n_cpus >= 8:
                 n_readers = len(lr["readers"])
@@ -349,7 +351,9 @@ def main(argv=None):
             if args.warm:
                 # a warm engine: the whole run again, then the first 40 frames (issue 24)
                 info, cnt = fresh_run(path, fmt, args.atoms, kw, {"gpus": g, "_gpu_standin": standin},
-                                      warm=[None, None, 40])
+                                      warm=[None, None, 40],
+                                      trace=os.path.join(args.trace, f"{fmt}_{g}gpu_warm")
+                                      if args.trace else None)
                 w = info["walls"]
                 record(fmt, f"node, {g} GPU, warm engine (2nd run)", w[1], cnt,
                        f"1st run {w[0]:.2f} s; same pids {info['same_pids']}; "
@@ -373,16 +377,18 @@ def main(argv=None):
                                    f"1st run {walls[0]:.2f} s; ")
                     rows[-1][-1] += f"{drate / rate:.2f}x the node backend"
         if one is not None and len(gpu_counts) > 1:
-            rate1, st1, start, g1 = one
+            _, st1, start, end, g1 = one
             for g in gpu_counts[1:]:
                 fmt_eff = summary[(fmt, g)] / (g / g1 * summary[(fmt, g1)])
                 sim = simulate(args.frames, gpu_rates=[st1 / g1] * g, gpu_start_s=start,
                                decode_rate=ceiling[best_r] if fmt == "XTC" else None)
                 sim1 = simulate(args.frames, gpu_rates=[st1 / g1] * g1, gpu_start_s=start,
                                 decode_rate=ceiling[best_r] if fmt == "XTC" else None)
+                pred, pred1 = (args.frames / (x.wall_s + end) for x in (sim, sim1))
                 rows.append([fmt, f"{g} vs {g1} GPU", "-", f"{summary[(fmt, g)] / summary[(fmt, g1)]:.2f}x",
                              "-", f"efficiency {fmt_eff:.2f}; simulation predicts "
-                             f"{sim.rate:.0f} frames/s ({sim.rate / sim1.rate:.2f}x)"])
+                             f"{pred:.0f} frames/s ({pred / pred1:.2f}x; start {start:.2f} s, "
+                             f"end {end:.2f} s, {st1 / g1:.0f} frames/s a GPU)"])
     print(f"\n{args.frames} frames of {args.atoms:,} atoms, RDF of all atoms, 0-15 A, 200 "
           f"bins; {n_cpus} CPUs, {topo.n_gpus} GPU(s); each node run a new interpreter, "
           "end to end (run()'s wall time)\n")

@@ -32,10 +32,24 @@ def load(directory):
 
 
 def report(directory, out=sys.stdout):
+    """Print each run of the trace in `directory` (a warm engine's several runs: one after
+    the other, the events of each run's window); returns the last run's summary."""
     ev = load(directory)
     if not ev:
         print(f"no trace in {directory}", file=out)
         return {}
+    starts = [e["t"] for e in ev if e["role"] == "parent" and e["event"] == "run"]
+    if len(starts) <= 1:
+        return _report_run(directory, ev, out)
+    summary = {}
+    bounds = [*starts[1:], float("inf")]
+    for k, (a, b) in enumerate(zip(starts, bounds, strict=True)):
+        summary = _report_run(f"{directory} (run {k + 1})",
+                              [e for e in ev if a <= e["t"] < b], out)
+    return summary
+
+
+def _report_run(directory, ev, out):
     parent = [e for e in ev if e["role"] == "parent"]
     t0 = next((e["t"] for e in parent if e["event"] == "run"), ev[0]["t"])
     rel = lambda e: e["t"] - t0

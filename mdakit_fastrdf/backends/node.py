@@ -425,7 +425,7 @@ class _NodeRun:
         self.by_rank = {}
         self.t_start = time.perf_counter()
         self.bar = backend._progress_bar(sum(self.sizes))
-        self.timeline = {"first_ready_s": None, "parts_done_s": []}
+        self.timeline = {"first_ready_s": None, "first_part_s": None, "parts_done_s": []}
         self.sched = None
         self.payload_file = None
 
@@ -625,6 +625,10 @@ class _NodeRun:
         w.feed_wait_s += wait_s
         mark("done", "parent", rank=w.spec.rank, part=idx, secs=secs)
         self.timeline["parts_done_s"].append(round(now - self.t_start, 4))
+        # when the workers began computing (a GPU worker: after its CUDA context)
+        start = round(now - self.t_start - secs, 4)
+        if self.timeline["first_part_s"] is None or start < self.timeline["first_part_s"]:
+            self.timeline["first_part_s"] = start
         if used is not None:
             w.devices_used.add(used)
         won, cancel, send = self.sched.on_done(w.spec.rank, idx, secs, now)
