@@ -159,7 +159,7 @@ def test_plot_says_what_is_drawn(interrdf, species, sites):
     """The coordination axis names what is counted around what; the error band has a
     legend entry; SpeciesRDF's default plot leaves out the self-pair bin at r = 0."""
     ax = interrdf.plot(coordination=True)
-    assert "g2 atoms around a g1 atom" in ax.figure.axes[-1].get_ylabel()
+    assert "second group's atoms around an atom of the first" in ax.figure.axes[-1].get_ylabel()
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert "± standard error (blocks)" in legend
     sel = species.atomgroup

@@ -515,6 +515,8 @@ class DebyeScattering(SpeciesRDF):
     def _plot_axes(cls, results, parameters):
         """I(q) over q on a log axis."""
         units = parameters.get("units", "")
+        # the axis label in mathtext: e^2 (electrons squared) -> e$^2$, fm^2 -> fm$^2$
+        units = units.split(" (")[0].replace("^2", "$^2$")
         return PlotAxes(x=np.asarray(results.q), xlabel="q (Å$^{-1}$)",
                         ylabel=f"I(q) ({units})" if units and units != "1" else "I(q)",
                         yscale="log")

@@ -187,6 +187,12 @@ class PlotAxes:
         ``'linear'`` or ``'log'``.
     reference : float, optional
         A horizontal reference line (g(r) = 1, S(q) = 1), or None.
+    ylim_from : tuple of float, optional
+        ``(x_lo, x_hi)`` (either None: open): the y limits are chosen from the curves
+        within this x range (e.g. S(q) above :math:`2\pi/r_\mathrm{max}`); values outside
+        it that lie far beyond are drawn off scale, and a note on the plot says so.
+    title : str, optional
+        The plot's title (e.g. LateralRDF's plane), or None.
     """
 
     x: object
@@ -195,6 +201,8 @@ class PlotAxes:
     xlim: tuple | None = None
     yscale: str = "linear"
     reference: float | None = None
+    ylim_from: tuple | None = None
+    title: str | None = None
 
 
 @dataclass(frozen=True)

@@ -233,6 +233,40 @@ class LateralRDF(InterRDF):
         tables=(Table(fields=("rdf", "count_uint64", "cdf", "coordination")),),
     )
 
+    #: what the running coordination number counts (the plot's second axis)
+    _coordination_label = "second group's atoms around an atom of the first, in the plane"
+
+    @classmethod
+    def _plot_axes(cls, results, parameters):
+        """Axes over the in-plane distance :math:`r_{xy}` (or the plane of another
+        normal), titled with the plane (and the slab)."""
+        from .declarations import PlotAxes
+
+        if parameters.get("analysis") != "LateralRDF":  # a subclass draws its own way
+            return None
+        normal = parameters.get("normal", "z")
+        if isinstance(normal, str):
+            plane = {"x": "yz", "y": "xz", "z": "xy"}[normal.lower()]
+            r, where = f"$r_{{{plane}}}$", f"in the {plane} plane"
+        else:
+            r = "$r_\\parallel$"
+            where = "in the plane normal to ({})".format(", ".join(f"{v:.3g}" for v in normal))
+        slab, distance = parameters.get("slab"), parameters.get("distance", "lateral")
+        norm = parameters["norm"]
+        if slab is not None and distance == "3d":
+            xlabel = f"3D distance r (Å), pairs with |Δz| ≤ {slab:g} Å"
+        else:
+            xlabel = f"in-plane distance {r} (Å)"
+        area = "Å$^{-3}$" if slab is not None else "Å$^{-2}$"
+        ylabel = {"rdf": f"g({r})", "density": f"ρ({r}) ({area})",
+                  "none": "n(r) (pairs per frame)"}[norm]
+        title = f"Lateral RDF {where}"
+        if slab is not None:
+            title += f", slab |Δz| ≤ {slab:g} Å"
+        return PlotAxes(x=np.asarray(results.bins), xlabel=xlabel, ylabel=ylabel,
+                        xlim=(float(results.edges[0]), float(results.edges[-1])),
+                        reference=1.0 if norm == "rdf" else None, title=title)
+
     def __init__(self, g1, g2, nbins=75, range=(0.0, 15.0), norm="rdf", exclusion_block=None,
                  exclude_same=None, *, normal="z", slab=None, distance="lateral", **kwargs):
         if kwargs.get("normalization_mode", "exact") != "exact":

@@ -919,7 +919,7 @@ class InterRDF(BoxStatistics, PairHistogramBase):
         return [Curve(label, results.rdf, results.get("rdf_sem"), cn, cn_sem)]
 
     #: what the running coordination number counts (the plot's second axis)
-    _coordination_label = "g2 atoms around a g1 atom"
+    _coordination_label = "second group's atoms around an atom of the first"
 
     # -- deprecated attributes, as in MDAnalysis --------------------------------------
     @property

@@ -35,11 +35,21 @@ def _summary(sf):
     """The command line's summary lines of a StructureFactor run."""
     res = sf.results
     q_min = 2.0 * np.pi / sf.rdf_settings["range"][1]  # beyond the box-scale rise at small q
-    above = np.flatnonzero(res.q > q_min)
-    k = above[int(np.nanargmax(res.s[above]))]
-    lines = [("Main peak", (f"S = {res.s[k]:.4g} at q = {res.q[k]:.3g} 1/Å "
-                           f"(largest S above 2π/r_max = {q_min:.3g} 1/Å); "
-                           f"S = {res.s[0]:.4g} at q = {res.q[0]:.3g} 1/Å"))]
+    # NaN: a q bin of the direct sum without a reciprocal vector of the box (below 2π/L)
+    finite = np.flatnonzero(np.isfinite(res.s))
+    above = finite[res.q[finite] > q_min]
+    if above.size:
+        k = above[int(np.argmax(res.s[above]))]
+        text = (f"S = {res.s[k]:.4g} at q = {res.q[k]:.3g} 1/Å "
+                f"(largest S above 2π/r_max = {q_min:.3g} 1/Å)")
+    else:
+        text = f"none: no finite S(q) above 2π/r_max = {q_min:.3g} 1/Å"
+    if finite.size:
+        low = finite[0]
+        text += f"; S = {res.s[low]:.4g} at q = {res.q[low]:.3g} 1/Å"
+        if low > 0:
+            text += " (the lowest q with reciprocal vectors of the box)"
+    lines = [("Main peak", text)]
     qc = res.get("q_crossover")
     if qc is not None and np.isfinite(qc):
         lines.append(("Crossover", f"direct k-space sum below q = {float(qc):.3g} 1/Å"))
@@ -683,9 +693,12 @@ class StructureFactor(SpeciesRDF):
         from .declarations import PlotAxes
 
         q = np.asarray(results.q)
+        # the y limits follow S(q) above 2π/r_max: below, a solute's cavity or the box's
+        # scale can make S rise to ~100 and flatten the liquid's peaks (drawn off scale)
+        q_min = 2.0 * np.pi / float(np.asarray(results.edges)[-1])
         return PlotAxes(x=q, xlabel="q (Å$^{-1}$)", ylabel="S(q)",
                         xlim=(float(results.q_edges[0]), float(results.q_edges[-1])),
-                        reference=1.0)
+                        reference=1.0, ylim_from=(q_min, None))
 
     @classmethod
     def _curves(cls, results, parameters, *, pairs=None, total=True):

@@ -47,7 +47,8 @@ KEYWORD_OPTIONS = {
     "device": "--device", "precision": "--precision", "n_threads": "--n-threads",
     "backend": "--backend", "n_workers": "--n-workers", "blocks": "--blocks",
     "start": "--start", "stop": "--stop", "step": "--step",
-    "normalization_mode": "--finite-size",
+    "normalization_mode": "--finite-size", "compound": "--compound", "center": "--center",
+    "unwrap": "--no-unwrap",
 }
 _KEYWORD_VALUE = re.compile(
     r"(?<![\w.-])(?P<key>" + "|".join(KEYWORD_OPTIONS) + r")="
@@ -65,22 +66,79 @@ def _option_value(value: str) -> str:
     return value
 
 
-def cli_message(message: str) -> str:
-    """Rewrite the keyword arguments that an analysis's error `message` names as the CLI's options.
+def _not_name_fix(match: re.Match, context: dict) -> str:
+    """The CLI's fix for atoms without elements: leave their names out of --select."""
+    names = re.findall(r"'([^']*)' x\d+", match["names"])
+    select = context.get("select") or "..."
+    if not names:
+        return match[0]
+    return (f'; leave them out of --select, e.g. --select "{select} and not name '
+            f'{" ".join(names)}"')
 
-    ``norm='density'`` becomes ``--norm density``, ``exclusion_block=(1, 1)`` becomes
-    ``--exclusion-block 1 1``; ``key=None`` becomes ``no --key``. Other text is unchanged.
+
+#: Python fixes named in the analyses' messages, and what a command-line user does instead:
+#: ``(pattern, replacement)``, the replacement a string or a function of the match and the
+#: command's context (``{"select": ...}``). Applied by :func:`cli_message` after the
+#: keyword arguments.
+PYTHON_FIXES = (
+    (re.compile(r"\(names lacking elements: (?P<names>[^)]*)\)(?P<rest>: .*?)\. A virtual "
+                r"site without mass \(such as TIP4P's MW\) has no element and scatters "
+                r"nothing: leave it out of the atoms\. Guess them .*$", re.S),
+     lambda m, c: (f"(names lacking elements: {m['names']}){m['rest']}. A virtual site "
+                   f"without mass (such as TIP4P's MW) has no element and scatters nothing"
+                   f"{_not_name_fix(m, c)}" + ("" if c.get("guessed") else
+                                               "; or guess the elements: --guess-elements"))),
+    (re.compile(r"\(u\.guess_TopologyAttrs\(to_guess=\['elements'\]\)\)"),
+     "(--guess-elements)"),
+    (re.compile(r"\bPass (--[\w-]+)\b"), r"Add \1"),
+)
+
+
+def cli_message(message: str, options: dict | None = None, context: dict | None = None) -> str:
+    """Rewrite the Python that an analysis's error `message` names as the CLI's options.
+
+    The one place where errors reached from the command line learn its words: the keyword
+    arguments of the analysis become options, ``norm='density'`` ``--norm density``,
+    ``exclusion_block=(1, 1)`` ``--exclusion-block 1 1``, ``key=None`` ``no --key``, a flag
+    ``ignore_box=True`` ``--ignore-box`` (``False``: ``no --ignore-box``); then the Python
+    fixes of :data:`PYTHON_FIXES` become the command line's. Other text is unchanged.
+
+    Parameters
+    ----------
+    message : str
+        The error message.
+    options : dict, optional
+        ``{keyword: flag}`` of the command's own options (a subcommand's), besides
+        :data:`KEYWORD_OPTIONS`.
+    context : dict, optional
+        What the fixes may quote: ``select`` (the --select of a subcommand), ``guessed``
+        (elements were guessed).
     """
+    table = {**KEYWORD_OPTIONS, **(options or {})}
+    pattern = _KEYWORD_VALUE if not options else re.compile(
+        r"(?<![\w.-])(?P<key>" + "|".join(sorted(map(re.escape, table), key=len,
+                                                 reverse=True)) + r")="
+        r"(?P<value>'[^']*'|\"[^\"]*\"|\([^()]*\)|\[[^\[\]]*\]|[^\s,;:()\[\]]+)")
 
     def replace(match):
-        option, value = KEYWORD_OPTIONS[match["key"]], match["value"]
+        option, value = table[match["key"]], match["value"]
         if match["key"] == "normalization_mode":  # a flag: 'finite_size' or 'exact'
             return option if "finite" in value else f"no {option}"
-        if value == "None":
+        if match["key"] == "unwrap":  # the CLI's flag says the opposite
+            return option if value == "False" else f"no {option}"
+        if value in ("None", "False"):
             return f"no {option}"
+        if value == "True":
+            return option
         return f"{option} {_option_value(value)}".rstrip()
 
-    return _KEYWORD_VALUE.sub(replace, message)
+    message = pattern.sub(replace, message)
+    for fix, replacement in PYTHON_FIXES:
+        if callable(replacement):
+            message = fix.sub(lambda m, r=replacement: r(m, context or {}), message)
+        else:
+            message = fix.sub(replacement, message)
+    return message
 
 
 def _positive_int(text: str) -> int:
@@ -554,8 +612,11 @@ def write_plot(path: Path, rdf, args: argparse.Namespace) -> None:
 
     fig = Figure(figsize=(6.0, 4.0), layout="constrained")
     FigureCanvasAgg(fig)
-    ax = plot(rdf, fig.add_subplot(), coordination=args.coordination)
-    ax.set_title(f"{args.select1}  –  {args.select2}")
+    ax = plot(rdf, fig.add_subplot(), coordination=args.coordination,
+              coordination_label="-s2 atoms around an -s1 atom")
+    pair = f"-s1 {args.select1!r}  –  -s2 {args.select2!r}"
+    title = ax.get_title()  # LateralRDF's plane
+    ax.set_title(f"{title}\n{pair}" if title else pair, fontsize="medium")
     fig.savefig(path, dpi=150)
 
 

@@ -44,13 +44,14 @@ def _axes(ax):
 
 
 def _plot_axes(cls, res, params):
-    """The analysis' :class:`PlotAxes` (its ``_plot_axes``), else g(r)-like axes over the
-    bin centres labelled by the run's ``norm``."""
+    """The analysis' :class:`PlotAxes` (its ``_plot_axes``, unless it returns None), else
+    g(r)-like axes over the bin centres labelled by the run's ``norm``."""
     from ..analysis.declarations import PlotAxes
 
     own = getattr(cls, "_plot_axes", None)
-    if own is not None:
-        return own(res, params)
+    axes = None if own is None else own(res, params)
+    if axes is not None:
+        return axes
     norm = params["norm"]
     return PlotAxes(x=res.bins, xlabel="r (Å)", ylabel=_YLABEL[norm],
                     xlim=(res.edges[0], res.edges[-1]),
@@ -65,7 +66,84 @@ def _band(ax, x, y, sem, color, errors):
     return False
 
 
-def plot(obj, ax=None, *, coordination=False, errors=True, legend=True, **options):
+def _finite_range(values):
+    values = np.concatenate([np.ravel(v) for v in values]) if values else np.empty(0)
+    values = values[np.isfinite(values)]
+    return (float(values.min()), float(values.max())) if values.size else None
+
+
+def _limit_y(ax, axes, drawn):
+    """Choose the y limits from the curves within ``axes.ylim_from`` (a ``(lo, hi)`` x
+    range); values outside it that would more than double the span are drawn off scale,
+    and a note in the corner says how far they go."""
+    lo_x, hi_x = axes.ylim_from
+    inside, outside = [], []
+    for cx, y, sem in drawn:
+        keep = np.ones(cx.shape, dtype=bool)
+        if lo_x is not None:
+            keep &= cx >= lo_x
+        if hi_x is not None:
+            keep &= cx <= hi_x
+        for part, mask in ((inside, keep), (outside, ~keep)):
+            part.append(y[mask])
+            if sem is not None:
+                part.extend((y[mask] - sem[mask], y[mask] + sem[mask]))
+    focus, rest = _finite_range(inside), _finite_range(outside)
+    if focus is None:
+        return
+    lo, hi = focus
+    if axes.reference is not None:
+        lo, hi = min(lo, axes.reference), max(hi, axes.reference)
+    span = max(hi - lo, 1e-12)
+    if rest is not None:
+        if rest[0] >= lo - span and rest[1] <= hi + span:  # close: show everything
+            lo, hi = min(lo, rest[0]), max(hi, rest[1])
+            span = hi - lo
+        else:
+            x_name, _, unit = axes.xlabel.partition(" (")
+            unit = f" {unit.rstrip(')')}" if unit else ""
+            where = (f"{x_name} < {lo_x:.2g}{unit}" if lo_x is not None else
+                     f"{x_name} > {hi_x:.2g}{unit}")
+            what = axes.ylabel.split(" (")[0]
+            beyond = []
+            if rest[1] > hi + span:
+                beyond.append(f"up to {rest[1]:.3g}")
+            if rest[0] < lo - span:
+                beyond.append(f"down to {rest[0]:.3g}")
+            ax.text(0.5, 0.97, f"off scale at {where}: {what} {' and '.join(beyond)}",
+                    transform=ax.transAxes, ha="center", va="top", fontsize="small",
+                    color="0.35")
+    ax.set_ylim(lo - 0.08 * span, hi + 0.2 * span)
+
+
+def _shell_limit(x, y, cn):
+    """The top of the coordination axis: n(r) a little beyond the second minimum of g(r)
+    (:func:`~mdakit_fastrdf.first_shell`'s rule, applied again after the first minimum,
+    and at least 1.6 first-shell radii out), or at twice the first minimum; None when g(r)
+    has no first shell."""
+    from ..analysis.rdf import first_shell
+
+    try:
+        first = first_shell(x, y, cn)
+        second = first_shell(x, y, cn, search=(first.r_min + 1e-9 + (x[1] - x[0]),
+                                                float(x[-1])))
+        # a noise dip is no second shell: that lies at 1.6 first-shell radii or beyond
+        r_end = max(second.r_min, 1.6 * first.r_min)
+        n_end = float(np.interp(r_end, x, cn))
+    except (ValueError, IndexError):
+        try:
+            first = first_shell(x, y, cn)
+        except (ValueError, IndexError):
+            return None
+        r_end = 2.0 * first.r_min
+        n_end = float(np.interp(r_end, x, cn))
+    if not (np.isfinite(n_end) and n_end > 0) or r_end >= x[-1]:
+        return None
+    return 1.15 * n_end
+
+
+def plot(obj, ax=None, *, coordination=False, errors=True, legend=True,
+         coordination_label=None, **options):
     """Plot RDFs (and coordination numbers) of an analysis or of loaded results.
 
     Parameters
@@ -77,10 +155,16 @@ def plot(obj, ax=None, *, coordination=False, errors=True, legend=True, **option
     coordination : bool, optional
         Also draw the running coordination number (dashed, on a second y axis on the
         right, ``ax.figure.axes[-1]``, whose label says what is counted around what); see
-        the module notes for its definition.
+        the module notes for its definition. The right axis ends a little above n(r) at
+        the second minimum of g(r) (where the first and second shells can be read; n(r)
+        grows as :math:`r^3` beyond), or at twice the first minimum.
+    coordination_label : str, optional
+        What the coordination number counts, for the right axis' label (default: the
+        analysis' wording, e.g. "second group's atoms around an atom of the first"; the
+        command line says "-s2 atoms around an -s1 atom").
     errors : bool, optional
         Shade :math:`\\pm` one standard error where the run had ``blocks`` (default True);
-        the legend names the band.
+        the legend names the band, and the curve (by its y label when it has no label).
     legend : bool, optional
         Draw a legend when there is more than one line or a `label`.
     **options
@@ -118,6 +202,7 @@ def plot(obj, ax=None, *, coordination=False, errors=True, legend=True, **option
     x = np.asarray(axes.x)
     twin = ax.twinx() if coordination else None
     banded = False
+    lines, drawn, cn_tops, cn_lines = [], [], [], []
     for curve in curves:
         y = np.asarray(curve.y, dtype=np.float64)
         kwargs = dict(options)
@@ -131,25 +216,47 @@ def plot(obj, ax=None, *, coordination=False, errors=True, legend=True, **option
             raise TypeError(
                 f"plot(): {exc}; {data.analysis} results take the options {own or 'none'} "
                 "and matplotlib's line properties") from None
-        sem = None if curve.sem is None else np.asarray(curve.sem)
+        lines.append(line)
+        sem = None if curve.sem is None else np.asarray(curve.sem, dtype=np.float64)
+        drawn.append((cx, y, sem if errors else None))
         banded |= _band(ax, cx, y, sem, line.get_color(), errors)
         if twin is not None and curve.coordination is not None:
             cn = np.asarray(curve.coordination, dtype=np.float64)
-            twin.plot(cx, cn, linestyle="--", color=line.get_color(), linewidth=1.0)
+            (cn_line,) = twin.plot(cx, cn, linestyle="--", color=line.get_color(),
+                                   linewidth=1.0)
+            cn_lines.append(cn_line)
             banded |= _band(twin, cx, cn, curve.coordination_sem, line.get_color(), errors)
+            if params.get("norm") in ("rdf", "density") and curve.x is None:
+                cn_tops.append(_shell_limit(cx, y, cn))
     if axes.reference is not None:
         ax.axhline(axes.reference, color="0.6", linewidth=0.8, linestyle=":")
     ax.set_xlabel(axes.xlabel)
     ax.set_ylabel(axes.ylabel)
     ax.set_yscale(axes.yscale)
     ax.set_xlim(*(axes.xlim if axes.xlim is not None else (x.min(), x.max())))
+    if axes.ylim_from is not None and axes.yscale == "linear":
+        _limit_y(ax, axes, drawn)
+    if axes.title and not ax.get_title():
+        ax.set_title(axes.title)
     if twin is not None:
-        what = getattr(cls, "_coordination_label", None)
-        twin.set_ylabel("coordination number (dashed)" + (f":\n{what}" if what else ""))
-        twin.set_ylim(bottom=0)
+        what = coordination_label or getattr(cls, "_coordination_label", None)
+        twin.set_ylabel("coordination number n(r), dashed" + (f":\n{what}" if what else ""))
+        tops = [t for t in cn_tops if t is not None]
+        if tops and len(tops) == len(cn_lines):
+            twin.set_ylim(0, max(tops))
+        else:
+            twin.set_ylim(bottom=0)
     labelled = [c for c in curves if c.label]
-    if legend and (len(curves) > 1 or labelled or banded):
+    if legend and (len(curves) > 1 or labelled or banded or cn_lines):
+        if len(lines) == 1 and not labelled:  # name the one curve by what it is
+            lines[0].set_label(axes.ylabel.split(" (")[0])
         handles, labels = ax.get_legend_handles_labels()
+        if cn_lines:
+            from matplotlib.lines import Line2D
+
+            color = cn_lines[0].get_color() if len(cn_lines) == 1 else "0.3"
+            handles.append(Line2D([], [], color=color, linestyle="--", linewidth=1.0))
+            labels.append("n(r), right axis")
         if banded:
             from matplotlib.patches import Patch
 
