@@ -136,8 +136,15 @@ def atom_elements(atomgroup) -> np.ndarray:
         atoms = [f"index {atomgroup.indices[k]}"
                  + (f" name {names[k]!r}" if names is not None else "")
                  + f" element {str(raw[k])!r}" for k in bad]
+        lacking = ""
+        if names is not None:  # the names lacking elements, e.g. a virtual site 'MW'
+            kinds, counts = np.unique(np.asarray(names)[bad].astype(str), return_counts=True)
+            lacking = "; names lacking elements: " + ", ".join(
+                f"{str(k)!r} x{c}" for k, c in zip(kinds, counts))
         raise ValueError(
-            f"{len(bad)} atom(s) have no known element: {_show(atoms)}. {fix}")
+            f"{len(bad)} atom(s) have no known element: {_show(atoms)}{lacking}. A virtual "
+            f"site without mass (such as TIP4P's MW) has no element and scatters nothing: "
+            f"leave it out of the atoms. {fix}")
     return out.astype(str)
 
 

@@ -81,10 +81,10 @@ def _not_name_fix(match: re.Match, context: dict) -> str:
 #: command's context (``{"select": ...}``). Applied by :func:`cli_message` after the
 #: keyword arguments.
 PYTHON_FIXES = (
-    (re.compile(r"\(names lacking elements: (?P<names>[^)]*)\)(?P<rest>: .*?)\. A virtual "
+    (re.compile(r"; names lacking elements: (?P<names>[^.]*)\. A virtual "
                 r"site without mass \(such as TIP4P's MW\) has no element and scatters "
                 r"nothing: leave it out of the atoms\. Guess them .*$", re.S),
-     lambda m, c: (f"(names lacking elements: {m['names']}){m['rest']}. A virtual site "
+     lambda m, c: (f"; names lacking elements: {m['names']}. A virtual site "
                    f"without mass (such as TIP4P's MW) has no element and scatters nothing"
                    f"{_not_name_fix(m, c)}" + ("" if c.get("guessed") else
                                                "; or guess the elements: --guess-elements"))),

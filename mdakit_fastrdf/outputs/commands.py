@@ -129,6 +129,7 @@ def _run(cls, args) -> None:
     lacks = not hasattr(universe.atoms, "elements") or not all(universe.atoms.elements)
     if cmd.guess_elements and (args.guess_elements or demo) and lacks:
         universe.guess_TopologyAttrs(to_guess=["elements"])
+        args.elements_guessed = True
         print("Elements: guessed from atom names and types (MDAnalysis's guesser)")
     atoms = _select(universe, args.select)
     kwargs = {}
@@ -187,7 +188,9 @@ def main_command(name: str, argv: Sequence[str]) -> int:
     try:
         _run(cls, args)
     except Exception as exc:  # noqa: BLE001 - any failure is a message, not a traceback
-        message = cli_message(str(exc)) or type(exc).__name__
+        options = {o.dest: o.flags[-1] for o in cls.command.options}
+        context = {"select": args.select, "guessed": getattr(args, "elements_guessed", False)}
+        message = cli_message(str(exc), options, context) or type(exc).__name__
         print(f"{PROG} {name}: error: {message}", file=sys.stderr)
         return 1
     return 0
