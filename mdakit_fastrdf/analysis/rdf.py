@@ -7,6 +7,7 @@ same parameters, defaults, results and errors; only the import line changes.
 from __future__ import annotations
 
 import numbers
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -846,7 +847,35 @@ class InterRDF(BoxStatistics, PairHistogramBase):
             N -= xA * xB * nblocks
         return N
 
+    def _check_empty_frames(self, res):
+        """An UpdatingAtomGroup may hold no atom in a frame: count those frames
+        (``results.n_empty_frames``) and warn; a run in which every frame is empty is an
+        error."""
+        sizes = np.asarray(res.frame_group_sizes)
+        empty = (sizes[:, 0] == 0) | (sizes[:, 1] == 0)
+        res.n_empty_frames = int(empty.sum())
+        if not empty.any():
+            return
+        groups = [name for name, k in (("g1", 0), ("g2", 1)) if (sizes[empty, k] == 0).any()]
+        texts = [f"{name} ({getattr(g, '_selection_strings', ('',))[0]!r})"
+                 for name, g in (("g1", self.g1), ("g2", self.g2)) if name in groups]
+        which = texts[0] if self.g1 is self.g2 else " or ".join(texts)
+        frames = np.asarray(res.get("frame_index", np.arange(len(sizes))))[empty]
+        shown = ", ".join(map(str, frames[:8])) + (", ..." if len(frames) > 8 else "")
+        if empty.all():
+            raise ValueError(
+                f"{which} holds no atom in any of the {len(sizes)} frames analysed: there are "
+                "no pairs to normalise (g(r) would be NaN); check the selection, or the "
+                "frames (start, stop, step)")
+        warnings.warn(
+            f"{res.n_empty_frames} of {len(sizes)} frames hold no atom in {which} (frame "
+            f"indices {shown}): they add no pairs, and count with size 0 in the mean group "
+            "sizes of the normalisation (results.frame_group_sizes, "
+            "results.n_empty_frames)", RuntimeWarning, stacklevel=4)
+
     def _normalise(self, res):
+        if res is self.results and getattr(self, "_updating", False):
+            self._check_empty_frames(res)
         res.count = res.count_uint64.astype(np.float64)
         res.n_pairs = self._n_pairs()
         res.rdf = self._normalised(res.count, res.n_pairs)

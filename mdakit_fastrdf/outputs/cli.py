@@ -91,6 +91,8 @@ PYTHON_FIXES = (
     (re.compile(r"\(u\.guess_TopologyAttrs\(to_guess=\['elements'\]\)\)"),
      "(--guess-elements)"),
     (re.compile(r"\bPass (--[\w-]+)\b"), r"Add \1"),
+    (re.compile(r"\bg([12]) \('"), r"-s\1 ('"),
+    (re.compile(r"\(start, stop, step\)"), "(--start, --stop, --step)"),
 )
 
 
