@@ -106,3 +106,49 @@ def test_species_rdf_hands_one_object(recording):
     SpeciesRDF(u.atoms, by="name", nbins=20, range=(0.0, 8.0), device="cpu").run()
     outs = recording[0].outs
     assert len(outs) == 4 and all(o is outs[0] for o in outs)
+
+
+# -- a GPU worker sees only its own GPU ---------------------------------------------------
+
+def _gpu_spec(device, engine_device=None, kind="gpu"):
+    from mdakit_fastrdf.backends.planning import WorkerSpec
+
+    return WorkerSpec(1, kind, device, (0,), 1, "spawn",
+                      engine_device=engine_device if engine_device is not None else device)
+
+
+@pytest.mark.parametrize(("visible", "device", "want"), [
+    (None, "cuda:1", "1"),                       # no list: CUDA's own numbering
+    ("3,5", "cuda:1", "5"),                      # the parent's list: its second entry
+    ("GPU-aaaa, GPU-bbbb", "cuda:0", "GPU-aaaa"),  # UUIDs
+])
+def test_gpu_worker_sees_only_its_gpu(monkeypatch, visible, device, want):
+    from mdakit_fastrdf.backends import worker
+
+    if visible is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    monkeypatch.setattr(worker, "_device_alias", {})
+    assert worker._own_gpu(_gpu_spec(device)) == "cuda:0"
+    import os
+
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == want
+    assert worker._device_alias == {"cuda:0": device}  # reported as the node's GPU
+
+
+@pytest.mark.parametrize(("visible", "spec"), [
+    ("0,1", _gpu_spec("cuda:1", engine_device="cpu")),   # a CPU stand-in of a GPU
+    ("0,1", _gpu_spec("cpu", kind="cpu")),               # a CPU worker
+    ("0", _gpu_spec("cuda:1")),                          # not in the list: left as asked
+])
+def test_other_workers_keep_their_devices(monkeypatch, visible, spec):
+    from mdakit_fastrdf.backends import worker
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    monkeypatch.setattr(worker, "_device_alias", {})
+    assert worker._own_gpu(spec) == spec.engine_device
+    import os
+
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == visible
+    assert worker._device_alias == {}

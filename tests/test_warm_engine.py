@@ -73,8 +73,12 @@ def test_same_processes_serve_every_run(adk_water, serial, make):
                 r = analysis(adk_water).run(backend=node)
                 np.testing.assert_array_equal(r.results.count_uint64, serial[name])
                 pids.append(_pids(node.last_run))
-        assert all(p == pids[0] for p in pids), pids
-        assert all(_alive(p) for p in pids[0])
+        # (on a loaded machine a process may not have said ready before a short first run
+        # ended: it has no pid in that run's report, but it is the same process later)
+        every = set().union(*map(set, pids))
+        n_procs = len(node.last_run["workers"]) + len(node.last_run["readers"])
+        assert len(every) == n_procs, pids
+        assert all(_alive(p) for p in every)
         t_exit = time.perf_counter()
     # the readers are ended at once (they do not read their pipes while they wait)
     assert time.perf_counter() - t_exit < 1.5

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import signal
@@ -113,7 +114,7 @@ def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, paren
         if pin and spec.cpus and hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(0, spec.cpus)
         set_worker_placement(WorkerPlacement(
-            device=spec.engine_device, n_threads=spec.n_threads, rank=spec.rank,
+            device=_own_gpu(spec), n_threads=spec.n_threads, rank=spec.rank,
             kind=spec.kind, bound_device=spec.device))
         _private_progress_lock()
         if payload is None:  # not forked: the parent sends it once we are running
@@ -154,6 +155,10 @@ def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, paren
         ended = _compute_run(conn, spec, payload, queues, light, cancel, gen, state)
         del payload
         while pooled and ended:
+            # Between runs of a warm engine: the last run's analysis (its Universe, a web
+            # of cycles) is collected now, while the worker waits, rather than by a
+            # collection that a later run's allocations trigger on its critical path
+            gc.collect()
             msg = conn.recv()
             if isinstance(msg, Exit):
                 return
@@ -181,6 +186,32 @@ def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, paren
             conn.close()
         except Exception:  # noqa: BLE001, S110 - closing anyway
             pass
+
+
+#: the device a GPU worker's engine reports ('cuda:0', its only visible GPU) -> the GPU
+#: of the node it is (``WorkerSpec.device``)
+_device_alias: dict = {}
+
+
+def _own_gpu(spec: WorkerSpec):
+    """The device this worker's engine uses. A GPU worker sees only its own GPU
+    (``CUDA_VISIBLE_DEVICES`` set before anything in the process initialises CUDA), as
+    ``cuda:0``: the driver then initialises one device, not every GPU of the node, and a
+    context is never made on another worker's GPU. Measured on 2x H200: ... (NOTES)."""
+    dev = spec.engine_device
+    if spec.kind != "gpu" or not dev or not dev.startswith("cuda:"):
+        return dev
+    k = int(dev.split(":")[1])
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(k)
+    else:
+        entries = [e.strip() for e in visible.split(",")]
+        if k >= len(entries) or not entries[k] or entries[k].startswith("-"):
+            return dev  # (not a GPU CUDA would list: the engine says so)
+        os.environ["CUDA_VISIBLE_DEVICES"] = entries[k]
+    _device_alias["cuda:0"] = spec.device
+    return "cuda:0"
 
 
 def _ready_info(gen):
@@ -249,6 +280,7 @@ def _compute_run(conn, spec, payload, queues, feed, cancel, gen, state):
             current_part()
         # the device the part really ran on (the engine's, once it has run a frame)
         used = getattr(getattr(obj, "_engine", None), "device_used", None)
+        used = _device_alias.get(used, used)
         wait_s = client.take_wait() if client is not None else 0.0
         mark("part_end", spec.kind, rank=spec.rank, part=idx, wait=wait_s)
         conn.send(Done(idx, _PartResult(obj), time.perf_counter() - t0, used, wait_s))
