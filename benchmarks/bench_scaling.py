@@ -340,7 +340,9 @@ def main(argv=None):
                 n_readers = len(lr["readers"])
                 opts = {"gpus": g, "_gpu_standin": standin, "hybrid": True, "cpu_workers": 2,
                         "readers": max(1, n_readers - 4)}
-                info, cnt = fresh_run(path, fmt, args.atoms, kw, opts)
+                info, cnt = fresh_run(path, fmt, args.atoms, kw, opts,
+                                      trace=os.path.join(args.trace, f"{fmt}_{g}gpu_hybrid")
+                                      if args.trace else None)
                 lr = info["lr"]
                 cw = [w for w in lr["workers"] if w["kind"] == "cpu"]
                 notes = ("CPU workers took " + "/".join(str(w["frames"]) for w in cw)
