@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Time ``pip install .`` as a new user runs it: a clean clone, a fresh venv, an empty pip cache.
 
-    python tools/time_build.py                      # default build (CUDA when nvcc is found)
+    python tools/time_build.py                      # default build (CUDA when nvcc and a GPU are found)
     python tools/time_build.py --cuda-off           # -C cmake.define.FASTRDF_CUDA=OFF
+    python tools/time_build.py -C cmake.define.FASTRDF_CUDA=ON   # CUDA without a GPU too
     python tools/time_build.py -C cmake.define.CMAKE_CUDA_ARCHITECTURES=90-real
     python tools/time_build.py --repeat 2 --ref HEAD
 

@@ -8,10 +8,12 @@ frames (analysis objects are pickled to parallel workers), and never pickled.
 
 from __future__ import annotations
 
+import glob
 import math
 import numbers
 import os
 import threading
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -177,9 +179,64 @@ def cuda_devices() -> list:
     return [dict(d) for d in m.devices()]
 
 
+# How to get the CUDA kernels into a build without them (a build on a machine without a GPU
+# has none unless asked for: CMakeLists.txt, FASTRDF_CUDA)
+_CUDA_REINSTALL = "python -m pip install . -C cmake.define.FASTRDF_CUDA=ON"
+
+
+def visible_nvidia_gpu() -> str | None:
+    """The device file of an NVIDIA GPU of this machine (``/dev/nvidia0``, ...), or None.
+
+    None too when ``CUDA_VISIBLE_DEVICES`` hides every GPU (empty, or ``-1``). Loads no
+    driver library and initialises nothing, so a process may fork GPU workers after it
+    (``libcuda`` in a process would make :func:`cuda_used_in_this_process` true).
+    """
+    hidden = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if hidden is not None and hidden.strip() in ("", "-1"):
+        return None
+    nodes = sorted(glob.glob("/dev/nvidia[0-9]*"))
+    return nodes[0] if nodes else None
+
+
+_gpu_hint_given = False
+
+
+def _hint_cuda_build() -> None:
+    """Warn, once per process, that this build without CUDA kernels runs ``device='auto'``
+    on the CPU although the machine has an NVIDIA GPU, and how to build the GPU kernels."""
+    global _gpu_hint_given
+    if _gpu_hint_given:
+        return
+    _gpu_hint_given = True
+    gpu = visible_nvidia_gpu()
+    if gpu is None:
+        return
+    warnings.warn(
+        f"this machine has an NVIDIA GPU ({gpu}), but this build of mdakit_fastrdf has no "
+        "CUDA kernels (built where no GPU was visible, or without nvcc), so device='auto' "
+        "runs on the CPU. For the GPU kernels, reinstall from the source directory with the "
+        f"CUDA toolkit: {_CUDA_REINSTALL} (docs/installation.rst, 'CUDA build').",
+        UserWarning, stacklevel=2)
+
+
+def _no_driver(module, error: str) -> bool:
+    """Whether CUDA's `error` means that there is no NVIDIA driver at all: the runtime says
+    cudaErrorInsufficientDriver (a driver older than the runtime) for that too, and then
+    ``cudaDriverGetVersion`` gives 0."""
+    if "cudaErrorInsufficientDriver" not in error:
+        return False
+    try:
+        return int(module.driver_version()) == 0
+    except (AttributeError, RuntimeError, TypeError, ValueError):
+        return False
+
+
 def _cuda_fix(error: str) -> str:
     """What to do about `error`, the reason CUDA gave for finding no device."""
     fixes = (
+        (("no NVIDIA driver found",),
+         ("install the NVIDIA driver (nvidia-smi must list the GPUs), or run on a machine "
+          "(or a job allocation) with an NVIDIA GPU")),
         (("cudaErrorInsufficientDriver", "cudaErrorStubLibrary", "cudaErrorSystemDriverMismatch",
           "cudaErrorCompatNotSupportedOnDevice", "cudaErrorInitializationError"),
          ("install or update the NVIDIA driver (nvidia-smi must list the GPUs, and the "
@@ -206,13 +263,16 @@ def cuda_unavailable_reason() -> str | None:
     global _cuda_unusable
     if _cuda_module() is None:
         return ("this build of mdakit_fastrdf has no CUDA kernels (build_info()['cuda'] is "
-                "False); install it with nvcc on the PATH, see the installation docs")
+                f"False); reinstall it with nvcc: {_CUDA_REINSTALL}, see the installation "
+                "docs")
     try:
         m = _cuda_init()
     except RuntimeError as exc:  # forked after the parent initialised CUDA
         return _cuda_unusable or str(exc)
     if m.device_count() == 0:
         error = m.device_error()
+        if _no_driver(m, error):
+            error = f"no NVIDIA driver found: CUDA says {error}"
         _cuda_unusable = f"no usable CUDA device ({error}); {_cuda_fix(error)}"
         return _cuda_unusable
     _cuda_unusable = None
@@ -238,8 +298,8 @@ def validate_device(device) -> str:
         if _cuda_module() is None:
             raise ValueError(
                 f"device={device!r}: this build of mdakit_fastrdf has no CUDA kernels "
-                "(build_info()['cuda'] is False; install with nvcc on the PATH, see the "
-                "installation docs); use device='cpu' or device='auto'"
+                f"(build_info()['cuda'] is False; reinstall it with nvcc: {_CUDA_REINSTALL}, "
+                "see the installation docs); use device='cpu' or device='auto'"
             )
         return f"cuda:{int(index)}"
     raise ValueError(f"device must be 'auto', 'cpu' or 'cuda[:N]', got {device!r}")
@@ -550,7 +610,10 @@ class Engine:
         if device == "cpu":
             return "cpu"
         if device.startswith("auto"):
-            if _cuda_module() is None or _pairs_per_frame(offsets, pairs) < AUTO_GPU_MIN_PAIRS:
+            if _cuda_module() is None:
+                _hint_cuda_build()
+                return "cpu"
+            if _pairs_per_frame(offsets, pairs) < AUTO_GPU_MIN_PAIRS:
                 return "cpu"
             index = device[5:] or "0"
             return f"cuda:{index}" if cuda_unavailable_reason() is None else "cpu"

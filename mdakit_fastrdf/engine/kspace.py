@@ -57,6 +57,7 @@ from . import (
     _cpu_module,
     _cuda_init,
     _cuda_module,
+    _hint_cuda_build,
     cuda_unavailable_reason,
     placed_device,
     validate_device,
@@ -277,6 +278,7 @@ class KSpaceEngine:
             return "cpu"
         if device.startswith("auto"):
             if _cuda_module() is None:
+                _hint_cuda_build()
                 return "cpu"
             index = device[5:] or "0"
             return f"cuda:{index}" if cuda_unavailable_reason() is None else "cpu"
