@@ -81,8 +81,8 @@ def _report_run(directory, ev, out):
         work = [b["t"] - a["t"] for a, b in zip(frames, ends, strict=False)]
         waits = [a["wait"] for a in frames]
         line = (f"{kind} pid {pid}: " + ", ".join(f"{k} {v:.3f}" for k, v in first.items()
-                                                 if k in ("entry", "payload", "unpickled", "warm",
-                                                          "part", "frame")))
+                                                 if k in ("entry", "payload", "unpickled", "client",
+                                                          "layout", "warm", "part", "frame")))
         if work:
             busy = sum(work)
             line += (f"; {len(work)} frames: work median {1e3 * statistics.median(work):.2f} ms, "

@@ -30,6 +30,7 @@ from MDAnalysis.analysis.results import Results, ResultsGroup
 
 from ..backends import ParallelAnalysisMixin, _private_progress_lock
 from ..backends.frames import FedTimestep, PartCancelled, WorkerFrames, frame_source
+from ..backends.trace import mark
 from ..engine import (
     NO_BOX,
     Box,
@@ -419,6 +420,7 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
         context and the device's measured root error, ~0.3 s), while readers read: the
         engine of every part of the worker reuses it."""
         layout = self._layout()
+        mark("layout", "gpu")
         self._make_engine()._make_impl(layout.offsets, layout.pairs)
 
     def _feed_rows(self) -> int:

@@ -11,6 +11,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 
+from . import payload
 from .base import _analysis_of, _OwnBackend, _quiet
 from .errors import RemoteTraceback, WorkerDiedError, WorkerError
 from .feed import Ring, ring_directory
@@ -412,7 +413,8 @@ class _NodeRun:
         where = unguarded_main_call() if methods else None
         if where is not None:
             raise main_guard_error(where, methods, any(s.kind == "gpu" for s in self.specs))
-        self.payload = pickle.dumps(_quiet(func), protocol=pickle.HIGHEST_PROTOCOL)
+        # (its Universes apart: a warm engine's processes keep theirs, payload.py)
+        self.payload = payload.dumps(_quiet(func), _analysis_of(func))
         # A forked worker inherits the payload; the others get it through their pipe once
         # they say "hello": Python writes a spawned process's arguments to it before the
         # child reads them, and would wait for ever on one that died while starting.

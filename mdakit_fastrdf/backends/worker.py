@@ -26,6 +26,8 @@ from .messages import (
     Ready,
     Stop,
 )
+from .payload import last_load
+from .payload import loads as payload_loads
 from .planning import WorkerSpec
 from .trace import mark
 
@@ -225,8 +227,8 @@ def _reader_run(conn, spec, payload, queues, ring_specs, gen, first):
     warm engine's reader still starting when a short run ended: the run's files are
     gone; it waits for the next run)."""
     tasks, filled = queues
-    func = pickle.loads(payload)
-    mark("unpickled", "reader", rank=spec.rank)
+    func = payload_loads(payload)
+    mark("unpickled", "reader", rank=spec.rank, **last_load)
     # A reader maps the rings before it says ready: once every process of the run has, the
     # parent removes the rings' files (the mappings stay), so that nothing is left in
     # /dev/shm whatever ends the run.
@@ -243,14 +245,15 @@ def _reader_run(conn, spec, payload, queues, ring_specs, gen, first):
 def _compute_run(conn, spec, payload, queues, feed, cancel, gen, state):
     """One run of a compute worker: True when the parent ended it (:class:`End`, a warm
     engine), False when it said stop."""
-    func = pickle.loads(payload)
-    mark("unpickled", spec.kind, rank=spec.rank)
+    func = payload_loads(payload)
+    mark("unpickled", spec.kind, rank=spec.rank, **last_load)
     client = None
     if feed is not None:
         ring, preissued, lookahead = feed
         tasks, filled = queues
         client = FeedClient(spec.rank, ring, tasks, filled, conn, preissued, lookahead, gen)
     flags = CancelFlags(*cancel) if cancel is not None else None
+    mark("client", spec.kind, rank=spec.rank)
     conn.send(Ready(spec.rank, _ready_info(gen)))
     if client is not None:
         set_frame_source(client)

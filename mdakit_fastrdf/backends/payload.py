@@ -1,0 +1,161 @@
+"""The analysis a node run sends its processes, with its Universes apart.
+
+A warm engine (``with NodeBackend() as node:``) runs analysis after analysis on the same
+processes, usually on the same Universe. Unpickling a Universe (its topology, its
+AtomGroups, a reader that opens the trajectory again) is most of what a reader or worker
+does before its first frame: for 1M atoms ~0.05-0.1 s in each of 24-30 processes at once,
+whose page faults also slow the GPU workers' start (benchmarks/NOTES.md). So the payload
+carries each Universe as its own pickle, named by a hash of those bytes, and the analysis
+refers to it by name; a process keeps the Universes it unpickled (:data:`KEEP` of them) and
+unpickles a name it has not seen. Equal bytes are an equal Universe (topology, trajectory
+file and position, transformations), so a kept one is the one the parent would send; a
+Universe changed in any way pickles differently and is unpickled anew.
+
+A Universe owns its reader: an analysis holding the reader (``_trajectory``, a sliced
+trajectory) must get the kept Universe's reader, not a copy, or it would read frames the
+AtomGroups never see. The readers of the Universes found among the analysis's attributes
+are therefore named too; a reader met without its Universe known makes the whole payload
+an ordinary pickle (correct, only not shared).
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import io
+import pickle
+
+from MDAnalysis.coordinates.base import ProtoReader
+from MDAnalysis.core.groups import AtomGroup
+from MDAnalysis.core.universe import Universe
+
+__all__ = ["dumps", "loads"]
+
+#: Universes a process keeps (the most recently used)
+KEEP = 4
+_kept: collections.OrderedDict = collections.OrderedDict()
+#: what the last :func:`loads` of this process did: Universes taken from those kept, and
+#: unpickled (for tests and traces)
+last_load = {"kept": 0, "unpickled": 0}
+
+_PROTOCOL = pickle.HIGHEST_PROTOCOL
+
+
+class _Unsafe(Exception):
+    """A reader of an unknown Universe: the payload is pickled whole."""
+
+
+def _universes_of(analysis) -> list:
+    """The Universes of `analysis`'s AtomGroups and Universes (its attributes, and one
+    level of the lists, tuples and dicts among them)."""
+    found = {}
+
+    def add(x):
+        if isinstance(x, AtomGroup):
+            x = x.universe
+        if isinstance(x, Universe):
+            found[id(x)] = x
+
+    for v in vars(analysis).values() if hasattr(analysis, "__dict__") else ():
+        add(v)
+        if isinstance(v, (list, tuple)):
+            for w in v:
+                add(w)
+                if isinstance(w, (list, tuple)):
+                    for z in w:
+                        add(z)
+        elif isinstance(v, dict):
+            for w in v.values():
+                add(w)
+    return list(found.values())
+
+
+class _Pickler(pickle.Pickler):
+    def __init__(self, f, universes):
+        super().__init__(f, protocol=_PROTOCOL)
+        self.blobs = {}      # name -> pickled Universe
+        self.names = {}      # id(Universe) -> name
+        self.readers = {}    # id(reader) -> name of its Universe
+        self.plain_readers = set()
+        for u in universes:
+            self._name(u)
+
+    def _name(self, u):
+        name = self.names.get(id(u))
+        if name is None:
+            blob = pickle.dumps(u, protocol=_PROTOCOL)
+            name = hashlib.blake2b(blob, digest_size=16).hexdigest()
+            self.blobs.setdefault(name, blob)
+            self.names[id(u)] = name
+            reader = getattr(u, "trajectory", None)
+            if reader is not None:
+                if id(reader) in self.plain_readers:
+                    raise _Unsafe  # its reader was already pickled as a copy
+                self.readers[id(reader)] = name
+        return name
+
+    def persistent_id(self, obj):
+        if isinstance(obj, Universe):
+            return ("universe", self._name(obj))
+        if isinstance(obj, ProtoReader):
+            name = self.readers.get(id(obj))
+            if name is None:
+                self.plain_readers.add(id(obj))
+                raise _Unsafe
+            return ("reader", name)
+        return None
+
+
+def dumps(func, analysis=None) -> bytes:
+    """`func` pickled with its Universes apart (see the module); `analysis`: the object
+    whose attributes name the Universes (default: none known before pickling)."""
+    universes = _universes_of(analysis) if analysis is not None else []
+    buf = io.BytesIO()
+    try:
+        p = _Pickler(buf, universes)
+        p.dump(func)
+        parts = (p.blobs, buf.getvalue())
+    except _Unsafe:
+        parts = ({}, pickle.dumps(func, protocol=_PROTOCOL))
+    return pickle.dumps(parts, protocol=_PROTOCOL)
+
+
+def _kept_universe(name, blobs):
+    """The Universe `name`: the kept one, or unpickled from `blobs` (and kept); counted in
+    :data:`last_load`."""
+    u = _kept.get(name)
+    if u is not None:
+        _kept.move_to_end(name)
+        last_load["kept"] += 1
+        return u
+    u = pickle.loads(blobs[name])
+    last_load["unpickled"] += 1
+    _kept[name] = u
+    while len(_kept) > KEEP:
+        _kept.popitem(last=False)
+    return u
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, f, blobs):
+        super().__init__(f)
+        self.blobs = blobs
+        self.seen = {}  # name -> Universe, within this load
+
+    def persistent_load(self, pid):
+        kind, name = pid
+        u = self.seen.get(name)
+        if u is None:
+            u = self.seen[name] = _kept_universe(name, self.blobs)
+        if kind == "universe":
+            return u
+        if kind == "reader":
+            return u.trajectory
+        raise pickle.UnpicklingError(f"payload: unknown reference {pid!r}")
+
+
+def loads(payload: bytes):
+    """The object :func:`dumps` pickled, with the Universes this process kept."""
+    last_load["kept"] = last_load["unpickled"] = 0
+    blobs, body = pickle.loads(payload)
+    return _Unpickler(io.BytesIO(body), blobs).load()
