@@ -754,8 +754,8 @@ def test_plan_four_gpu_node():
     and (readers=0) CPU workers on the 30 remaining cores of each socket; by default the
     60 free cores read for the GPUs instead (test_feed.py)."""
     readers = plan_workers(NodeTopology.simple([32, 32], n_gpus=4))
-    assert [s.kind for s in readers] == ["gpu"] * 4 + ["reader"] * 48
-    assert [len(s.cpus) for s in readers[:4]] == [4] * 4
+    assert [s.kind for s in readers] == ["gpu"] * 4 + ["reader"] * 56
+    assert [len(s.cpus) for s in readers[:4]] == [2] * 4
     specs = plan_workers(NodeTopology.simple([32, 32], n_gpus=4), readers=0,
                          gpu_start_method="spawn")
     gpu = [s for s in specs if s.kind == "gpu"]

@@ -118,7 +118,8 @@ def plan_workers(topology: NodeTopology, *, device="auto", gpus=_AUTO, cpu_worke
     plans none on a CPU-only node (CPU workers that read their own
     frames are readers already); an integer asks for that many. A fed GPU worker gets
     `gpu_threads` cores for its host work ('auto': a quarter of the node's cores per GPU, 1
-    to 4; 1 without readers).
+    or 2; 1 without readers: on an H200, 2 cores pack 1M atoms a frame as fast as the
+    device histograms them, benchmarks/NOTES.md).
     """
     readers = _check_auto_int("readers", readers, 0, "it is the number of reader processes")
     gpu_threads = _check_auto_int("gpu_threads", gpu_threads, 1,
@@ -208,10 +209,11 @@ def plan_workers(topology: NodeTopology, *, device="auto", gpus=_AUTO, cpu_worke
                     and (not wants_cpu_workers or hybrid_fed))
     fed = auto_readers or (readers != _AUTO and readers > 0)
     if gpu_threads == _AUTO:
-        # A fed GPU worker's host work (packing a frame, wrapping it into the box) is all
-        # it does: a few cores for it, the rest read (1M atoms: ~11 ms a frame on one core)
+        # A fed GPU worker's host work (packing a frame for the device) is all it does: two
+        # cores keep an H200 busy with 1M atoms (bench_gpu_host.py: 156 frames/s with 2
+        # CPUs, the same with 4-16; 138 with 1); the rest read
         n_cores = sum(len(f) for f in free)
-        gpu_threads = max(1, min(4, n_cores // (4 * max(1, len(gpu_ids)) * workers_per_gpu))
+        gpu_threads = max(1, min(2, n_cores // (4 * max(1, len(gpu_ids)) * workers_per_gpu))
                           ) if fed else 1
     specs = []
     for k, gid in [(k, gid) for k, gid in enumerate(gpu_ids) for _ in range(workers_per_gpu)]:
