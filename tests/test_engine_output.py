@@ -125,8 +125,11 @@ def _gpu_spec(device, engine_device=None, kind="gpu"):
 def test_gpu_worker_sees_only_its_gpu(monkeypatch, visible, device, want):
     from mdakit_fastrdf.backends import worker
 
+    # (setenv first: monkeypatch then restores this process's own value, which _own_gpu
+    # changes directly, whatever it was)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "unset-by-the-test")
     if visible is None:
-        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     else:
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
     monkeypatch.setattr(worker, "_device_alias", {})
