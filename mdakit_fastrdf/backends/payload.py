@@ -24,6 +24,7 @@ import collections
 import hashlib
 import io
 import pickle
+import struct
 
 from MDAnalysis.coordinates.base import ProtoReader
 from MDAnalysis.core.groups import AtomGroup
@@ -84,7 +85,7 @@ class _Pickler(pickle.Pickler):
         name = self.names.get(id(u))
         if name is None:
             blob = pickle.dumps(u, protocol=_PROTOCOL)
-            name = hashlib.blake2b(blob, digest_size=16).hexdigest()
+            name = hashlib.sha256(blob).hexdigest()[:32]
             self.blobs.setdefault(name, blob)
             self.names[id(u)] = name
             reader = getattr(u, "trajectory", None)
@@ -106,18 +107,44 @@ class _Pickler(pickle.Pickler):
         return None
 
 
+_MAGIC = b"FRDFPAY1"
+
+
 def dumps(func, analysis=None) -> bytes:
     """`func` pickled with its Universes apart (see the module); `analysis`: the object
-    whose attributes name the Universes (default: none known before pickling)."""
+    whose attributes name the Universes (default: none known before pickling).
+
+    The bytes: a magic, the length of a header, the header (the body's length and each
+    Universe's name and length), the body, the Universes' pickles (copied once, and
+    unpickled by :func:`loads` only when not kept)."""
     universes = _universes_of(analysis) if analysis is not None else []
     buf = io.BytesIO()
     try:
         p = _Pickler(buf, universes)
         p.dump(func)
-        parts = (p.blobs, buf.getvalue())
+        blobs, body = p.blobs, buf.getvalue()
     except _Unsafe:
-        parts = ({}, pickle.dumps(func, protocol=_PROTOCOL))
-    return pickle.dumps(parts, protocol=_PROTOCOL)
+        blobs, body = {}, pickle.dumps(func, protocol=_PROTOCOL)
+    header = pickle.dumps((len(body), [(name, len(b)) for name, b in blobs.items()]),
+                          protocol=_PROTOCOL)
+    return b"".join([_MAGIC, struct.pack("<Q", len(header)), header, body, *blobs.values()])
+
+
+def _split(data):
+    """(the Universes' pickles by name, as memoryviews; the body) of :func:`dumps`' bytes."""
+    mv = memoryview(data)
+    if bytes(mv[:8]) != _MAGIC:
+        raise pickle.UnpicklingError("payload: not a node run's payload")
+    (n_header,) = struct.unpack("<Q", mv[8:16])
+    body_len, sizes = pickle.loads(mv[16:16 + n_header])
+    at = 16 + n_header
+    body = mv[at:at + body_len]
+    at += body_len
+    blobs = {}
+    for name, n in sizes:
+        blobs[name] = mv[at:at + n]
+        at += n
+    return blobs, body
 
 
 def _kept_universe(name, blobs):
@@ -157,5 +184,5 @@ class _Unpickler(pickle.Unpickler):
 def loads(payload: bytes):
     """The object :func:`dumps` pickled, with the Universes this process kept."""
     last_load["kept"] = last_load["unpickled"] = 0
-    blobs, body = pickle.loads(payload)
+    blobs, body = _split(payload)
     return _Unpickler(io.BytesIO(body), blobs).load()
