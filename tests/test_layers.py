@@ -1,6 +1,7 @@
-"""The backends' contract with the analyses (backends/protocol.py): the backends import no
-analysis (deferred imports included), set no attribute on an analysis, and every analysis
-of the package provides the hooks the node backend calls."""
+"""The layers of the package and the backends' contract with the analyses
+(backends/protocol.py): no import cycle and no import up the layers (deferred imports
+included); the backends import no analysis, set no attribute on an analysis, and every
+analysis of the package provides the hooks the node backend calls."""
 
 import ast
 import pathlib
@@ -60,3 +61,128 @@ def test_every_analysis_provides_the_node_hooks(cls):
                                "_prepare_reader", "_read_frame")
                    if m in dir(proto) and not callable(getattr(cls, m, None))]
         assert not missing, (cls.__name__, missing)
+
+
+# --------------------------------------------------------------------------------------
+# the package's import graph: no cycle, and every import goes down the layers
+# --------------------------------------------------------------------------------------
+
+PACKAGE = pathlib.Path(mdakit_fastrdf.__file__).parent
+
+#: The layers, lowest first: a module imports only modules of its own layer or below.
+#: The command line still lives in outputs/, but is the layer above it.
+LAYERS = ("engine", "backends", "analysis", "outputs", "api", "cli")
+CLI_MODULES = ("mdakit_fastrdf.outputs.cli", "mdakit_fastrdf.outputs.cli_common",
+               "mdakit_fastrdf.outputs.commands", "mdakit_fastrdf.__main__")
+
+
+def _layer(module):
+    """The layer of a module of the package; None for ``_version`` (no import of the
+    package: any layer may import it)."""
+    if module in CLI_MODULES:
+        return "cli"
+    if module == "mdakit_fastrdf":  # the public API gathers every layer but the cli's
+        return "api"
+    part = module.split(".")[1]
+    return None if part == "_version" else part
+
+
+def _modules():
+    """``{dotted name: path}`` of every module of the package."""
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = ("mdakit_fastrdf",) + path.relative_to(PACKAGE).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+def import_graph():
+    """``{module: {imported module of the package: line}}``, deferred (function-level)
+    imports included. ``from X import name`` imports module ``X.name`` when there is one,
+    else ``X``; the parent packages Python runs first are not counted."""
+    modules = _modules()
+    graph = {}
+    for module, path in modules.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        edges = graph.setdefault(module, {})
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")
+                    base = ".".join(base[:len(base) - node.level + 1])
+                    base = f"{base}.{node.module}" if node.module else base
+                else:
+                    base = node.module
+                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules
+                           else base for alias in node.names]
+            else:
+                continue
+            for target in targets:
+                while target not in modules and "." in target:  # a.b.c -> a.b (not ours)
+                    target = target.rpartition(".")[0]
+                if target in modules and target != module:
+                    edges.setdefault(target, node.lineno)
+    return graph
+
+
+def _cycles(graph):
+    """The strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_import_graph_sees_deferred_imports():
+    graph = import_graph()
+    # a top-level and a function-level import of the backends' node module
+    assert "mdakit_fastrdf.backends.node" in graph["mdakit_fastrdf.backends.mixin"]
+    assert "mdakit_fastrdf.backends.node" in graph["mdakit_fastrdf.backends.dask_backend"]
+    assert "mdakit_fastrdf.engine" in graph["mdakit_fastrdf.backends.topology"]
+
+
+def test_no_import_cycle():
+    graph = import_graph()
+    cycles = _cycles(graph)
+    detail = ["  " + " <-> ".join(c) + ": " + "; ".join(
+        f"{a.removeprefix('mdakit_fastrdf.')} -> {b.removeprefix('mdakit_fastrdf.')} "
+        f"(line {graph[a][b]})" for a in c for b in graph[a] if b in c) for c in cycles]
+    assert not cycles, "import cycles:\n" + "\n".join(detail)
+
+
+def test_layers_import_downward():
+    upward = []
+    for module, edges in sorted(import_graph().items()):
+        own = _layer(module)
+        for target, line in sorted(edges.items()):
+            theirs = _layer(target)
+            if own and theirs and LAYERS.index(theirs) > LAYERS.index(own):
+                upward.append(f"  {module} ({own}) line {line} imports {target} ({theirs})")
+    assert not upward, "imports up the layers " + " < ".join(LAYERS) + ":\n" + "\n".join(upward)

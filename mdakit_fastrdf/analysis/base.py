@@ -43,10 +43,16 @@ from ..engine import (
     validate_n_threads,
     validate_precision,
 )
-from .boxes import _user_stacklevel
-from .checks import check_keywords, check_nbins, check_norm, check_range
+from .checks import (
+    _user_stacklevel,
+    check_keywords,
+    check_nbins,
+    check_norm,
+    check_range,
+)
 from .coords import COORDINATE_MODES, prepare_coordinates
-from .declarations import Curve, OutputSpec, register
+from .declarations import Curve, OutputSpec, output_function, register
+from .parameters import run_parameters
 
 __all__ = ["PairHistogramBase", "PairLayout", "block_plan", "block_sem", "frame_sum",
            "histogram_edges", "normalise_counts", "shell_volumes"]
@@ -737,9 +743,7 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
         pathlib.Path
             The file written.
         """
-        from ..outputs.io import save
-
-        return save(self, filename, format=format, metadata=metadata)
+        return output_function("save")(self, filename, format=format, metadata=metadata)
 
     def plot(self, ax=None, **kwargs):
         """Plot the results on a matplotlib Axes (see :func:`mdakit_fastrdf.plot`).
@@ -748,15 +752,11 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
         -------
         matplotlib.axes.Axes
         """
-        from ..outputs.plotting import plot
-
-        return plot(self, ax=ax, **kwargs)
+        return output_function("plot")(self, ax=ax, **kwargs)
 
     def parameters(self):
         """The parameters of the last run, as the JSON-serialisable dict that :meth:`save`
         stores beside the numbers (see :func:`mdakit_fastrdf.outputs.io.run_parameters`)."""
-        from ..outputs.io import run_parameters
-
         return run_parameters(self)
 
     # -- per-frame helpers ------------------------------------------------------------

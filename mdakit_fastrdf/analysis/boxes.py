@@ -28,6 +28,7 @@ import warnings
 import numpy as np
 
 from ..engine import NO_BOX, ORTHO, Box
+from .checks import _user_stacklevel
 
 __all__ = ["BoxStatistics", "box_widths", "half_width_message", "number_densities"]
 
@@ -75,24 +76,6 @@ def half_width_message(rmax: float, widths, triclinic: bool) -> str | None:
         f"so beyond {half:.6g} Å the shells miss the further images of the atoms and g(r) "
         f"falls below its bulk value: the RDF is complete only up to rmax = {half:.6g} Å."
     )
-
-
-def _user_stacklevel():
-    """The stacklevel of a warning issued here that names the first caller outside this
-    package and MDAnalysis (the line that called run())."""
-    import inspect
-    import os
-
-    import MDAnalysis
-
-    skip = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-            os.path.dirname(os.path.abspath(MDAnalysis.__file__)))
-    level = 1
-    frame = inspect.currentframe().f_back  # the caller of this function: warn's level 1
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(skip):
-        frame = frame.f_back
-        level += 1
-    return level
 
 
 def number_densities(sizes, volume_cum, n_frames):

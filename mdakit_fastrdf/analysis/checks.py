@@ -136,3 +136,21 @@ def check_normalization_mode(mode, norm, cls_name):
             f"an absolute density or count with no reference to rescale. Use norm='rdf' or "
             f"normalization_mode='exact' in {cls_name}.")
     return key
+
+
+def _user_stacklevel():
+    """The stacklevel of a warning issued here that names the first caller outside this
+    package and MDAnalysis (the line that called run())."""
+    import inspect
+    import os
+
+    import MDAnalysis
+
+    skip = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+            os.path.dirname(os.path.abspath(MDAnalysis.__file__)))
+    level = 1
+    frame = inspect.currentframe().f_back  # the caller of this function: warn's level 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(skip):
+        frame = frame.f_back
+        level += 1
+    return level

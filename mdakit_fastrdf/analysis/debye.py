@@ -503,7 +503,7 @@ class DebyeScattering(SpeciesRDF):
         res.binning_scale = (n_atoms @ np.abs(w)) ** 2
 
     def _output_parameters(self):
-        from ..outputs.io import jsonable
+        from .parameters import jsonable
 
         return {**super()._output_parameters(), "weights": self.weights_kind,
                 "weight_values": jsonable(self._weight_values),

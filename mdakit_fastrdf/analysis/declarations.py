@@ -12,7 +12,9 @@ It also implements, where it applies, :meth:`~PairHistogramBase._output_paramete
 parameters saved beside the numbers), :meth:`~PairHistogramBase._curves` (what
 :func:`~mdakit_fastrdf.plot` draws) and ``_partial`` (one species pair of loaded results).
 Every concrete analysis class is registered under its name, which is what a file stores;
-:func:`analysis_class` returns the class of a name.
+:func:`analysis_class` returns the class of a name (``import mdakit_fastrdf``, which any
+import of a module of the package runs first, imports and so registers every analysis of
+the package).
 """
 
 from __future__ import annotations
@@ -268,8 +270,6 @@ def register(cls):
 
 def analysis_class(name):
     """The analysis class saved as `name`; ValueError for an unknown name."""
-    from .. import analysis  # noqa: F401  (imports, so registers, the package's analyses)
-
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -280,8 +280,29 @@ def analysis_class(name):
 
 
 def analysis_classes() -> dict:
-    """Every registered analysis class by name (the package's analyses imported first)."""
-    from .. import analysis  # noqa: F401
-
+    """Every registered analysis class by name."""
     return dict(_REGISTRY)
+
+
+#: The functions of the outputs layer behind the ``save()`` and ``plot()`` methods of the
+#: analyses and of :class:`~mdakit_fastrdf.RDFData`, by name: ``{"save": ..., "plot": ...}``.
+#: :mod:`mdakit_fastrdf.outputs.io` and :mod:`~mdakit_fastrdf.outputs.plotting` provide them
+#: when imported (``import mdakit_fastrdf`` imports both); the methods look them up when
+#: called, so that no module imports the layer above its own.
+_OUTPUT_FUNCTIONS: dict = {}
+
+
+def provides_output(func):
+    """Record `func` (``save`` or ``plot`` of the outputs layer) under its name."""
+    _OUTPUT_FUNCTIONS[func.__name__] = func
+    return func
+
+
+def output_function(name):
+    """The outputs layer's function `name` (``'save'`` or ``'plot'``)."""
+    try:
+        return _OUTPUT_FUNCTIONS[name]
+    except KeyError:
+        raise RuntimeError(f"{name}() is provided by mdakit_fastrdf.outputs: "
+                           "import mdakit_fastrdf") from None
 

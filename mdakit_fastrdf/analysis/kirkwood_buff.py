@@ -39,8 +39,7 @@ import warnings
 import numpy as np
 from MDAnalysis.analysis.results import Results
 
-from .boxes import _user_stacklevel
-from .checks import EXCLUDE_SAME
+from .checks import EXCLUDE_SAME, _user_stacklevel
 from .declarations import Field
 from .species import SpeciesRDF
 

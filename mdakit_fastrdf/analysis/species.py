@@ -401,7 +401,7 @@ class SpeciesRDF(BoxStatistics, PairHistogramBase):
         return np.diff(self._offsets)
 
     def _output_parameters(self):
-        from ..outputs.io import jsonable
+        from .parameters import jsonable
 
         return {"exclude_same": self.exclude_same, "exclude_self": self.exclude_self,
                 "normalization_mode": self.normalization_mode,

@@ -673,7 +673,7 @@ class StructureFactor(SpeciesRDF):
         return out
 
     def _output_parameters(self):
-        from ..outputs.io import jsonable
+        from .parameters import jsonable
 
         params = super()._output_parameters()
         weights = self.weights

@@ -17,7 +17,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from .cli import (
+from .cli_common import (
     PROG,
     CLIError,
     _backend,

@@ -24,7 +24,6 @@ the shortest representation that reads back to the same float64).
 from __future__ import annotations
 
 import csv
-import datetime
 import io as _io
 import json
 from pathlib import Path
@@ -33,7 +32,9 @@ import numpy as np
 from MDAnalysis.analysis.results import Results
 
 from .._version import __version__
-from ..analysis.declarations import analysis_class
+from ..analysis.declarations import analysis_class, provides_output
+from ..analysis.parameters import jsonable, run_parameters
+from .data import RDFData, _as_data
 
 __all__ = ["RDFData", "csv_paths", "load", "run_parameters", "save"]
 
@@ -43,168 +44,6 @@ FORMAT = "mdakit_fastrdf"
 #: columns, groups sharing rows (written only by such CSV files; the rest stay version 2).
 FORMAT_VERSION = 3
 _SUFFIXES = {".npz": "npz", ".csv": "csv", ".h5": "hdf5", ".hdf5": "hdf5"}
-
-
-# --------------------------------------------------------------------------------------
-# parameters
-# --------------------------------------------------------------------------------------
-
-def jsonable(value):
-    """``value`` as plain JSON types (numpy scalars and arrays to Python, tuples to lists)."""
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return jsonable(value.tolist())
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, Path):
-        return str(value)
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return str(value)
-
-
-def run_parameters(analysis) -> dict:
-    """The parameters of the last run of `analysis`, as a JSON-serialisable dict.
-
-    Keys: ``analysis`` (class name), ``version`` (of mdakit_fastrdf), ``mdanalysis_version``,
-    ``created`` (UTC), ``nbins``, ``range``, ``norm``, ``device`` (asked for),
-    ``device_used`` (where the kernel ran, when this process ran it), ``precision``,
-    ``method``, ``n_threads``, ``start``, ``stop``, ``step``, ``backend``, ``n_workers``,
-    ``n_parts``, ``blocks``, ``n_frames``, ``frames`` (the frame indices),
-    ``topology``/``trajectory`` (file names, when known), and what the analysis adds
-    (``_output_parameters``: the exclusions and group sizes of InterRDF, the species and
-    their sizes of SpeciesRDF, the sizes of the site groups of InterRDF_s, ...).
-
-    Parameters
-    ----------
-    analysis : InterRDF, SpeciesRDF, InterRDF_s or another analysis of the package
-        An analysis after :meth:`run`.
-
-    Returns
-    -------
-    dict
-    """
-    import MDAnalysis
-
-    kind = type(analysis).__name__
-    if not getattr(analysis, "_run_options", None) or "edges" not in analysis.results:
-        raise RuntimeError(f"{kind} has no results yet: call run() before saving them")
-    universe = analysis._universe
-    engine = getattr(analysis, "_engine", None)
-    options = dict(getattr(analysis, "_run_options", {}) or {})
-    p = {
-        "analysis": kind,
-        "version": __version__,
-        "mdanalysis_version": MDAnalysis.__version__,
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "nbins": int(analysis.rdf_settings["bins"]),
-        "range": [float(v) for v in analysis.rdf_settings["range"]],
-        "norm": analysis.norm,
-        "device": analysis.device,
-        "device_used": getattr(engine, "device_used", None),
-        "precision": analysis.precision,
-        "method": analysis.method,
-        "n_threads": analysis.n_threads,
-    }
-    for key in ("start", "stop", "step", "backend", "n_workers", "n_parts", "blocks"):
-        p[key] = jsonable(options.get(key))
-    p["n_frames"] = int(analysis.n_frames)
-    p["frames"] = [int(f) for f in np.asarray(analysis.frames)]
-    p["topology"] = jsonable(getattr(universe, "filename", None))
-    p["trajectory"] = jsonable(getattr(universe.trajectory, "filename", None))
-    p.update(jsonable(analysis._output_parameters()))
-    return p
-
-
-# --------------------------------------------------------------------------------------
-# the object load() returns
-# --------------------------------------------------------------------------------------
-
-class RDFData:
-    """Results read back from a file by :func:`load` (or taken from an analysis).
-
-    Attributes
-    ----------
-    analysis : str
-        The name of the analysis class that computed them (``'InterRDF'``,
-        ``'SpeciesRDF'``, ``'InterRDF_s'``, ...).
-    results : MDAnalysis.analysis.results.Results
-        The same fields as the analysis' ``results`` (``bins``, ``edges``, ``count``,
-        ``rdf``, ..., and ``block_*``/``*_sem`` after a run with blocks).
-    parameters : dict
-        The parameters of the run (see :func:`run_parameters`) and any ``metadata`` given to
-        :func:`save`.
-    frames, times : numpy.ndarray
-        Frame indices and times (ps) of the analysed frames.
-    """
-
-    def __init__(self, analysis, results, parameters, frames=None, times=None):
-        self.cls = analysis_class(analysis)  # ValueError for an unknown name
-        self.analysis = analysis
-        self.results = results
-        self.parameters = parameters
-        self.frames = np.asarray(parameters.get("frames", []) if frames is None else frames,
-                                 dtype=np.int64)
-        self.times = np.asarray([] if times is None else times, dtype=np.float64)
-
-    @property
-    def n_frames(self) -> int:
-        """Number of analysed frames."""
-        return int(self.parameters["n_frames"])
-
-    @property
-    def norm(self) -> str:
-        """The normalisation: ``'rdf'``, ``'density'`` or ``'none'``."""
-        return self.parameters["norm"]
-
-    @property
-    def species(self):
-        """Species labels (analyses with species, such as SpeciesRDF)."""
-        return self.results.species
-
-    def partial(self, a, b):
-        """The partial of species `a` with species `b`, as
-        :meth:`mdakit_fastrdf.SpeciesRDF.partial` (analyses with species pairs only)."""
-        partial = getattr(self.cls, "_partial", None)
-        if partial is None:
-            raise TypeError(f"partial() needs results with species pairs (e.g. SpeciesRDF); "
-                            f"these are {self.analysis} results")
-        return partial(self.results, a, b)
-
-    def plot(self, ax=None, **kwargs):
-        """Plot (see :func:`mdakit_fastrdf.plot`); returns the matplotlib Axes."""
-        from .plotting import plot
-
-        return plot(self, ax=ax, **kwargs)
-
-    def save(self, filename, format=None, *, metadata=None):
-        """Write these results to another file (e.g. to convert CSV to HDF5)."""
-        return save(self, filename, format=format, metadata=metadata)
-
-    def __repr__(self):
-        return (f"<RDFData {self.analysis}: {self.parameters.get('nbins')} bins, "
-                f"{self.n_frames} frames, norm={self.norm!r}>")
-
-
-def _as_data(obj, metadata=None) -> RDFData:
-    """An :class:`RDFData` view of an analysis (after run) or of loaded data."""
-    if isinstance(obj, RDFData):
-        data = obj
-        parameters = dict(obj.parameters)
-    else:
-        parameters = run_parameters(obj)
-        data = RDFData(type(obj).__name__, obj.results, parameters,
-                       np.asarray(obj.frames), np.asarray(obj.times))
-    if metadata:
-        metadata = jsonable(dict(metadata))
-        clash = sorted(k for k, v in metadata.items() if k in parameters and parameters[k] != v)
-        if clash:
-            raise ValueError(f"metadata must not change the run's parameters {clash}")
-        parameters = {**parameters, **metadata}
-    return RDFData(data.analysis, data.results, parameters, data.frames, data.times)
 
 
 # --------------------------------------------------------------------------------------
@@ -301,6 +140,7 @@ def _format_of(path: Path, format):
     return fmt
 
 
+@provides_output
 def save(obj, filename, format=None, *, metadata=None) -> Path:
     """Save the results of an analysis (or of :func:`load`) with the run's parameters.
 

@@ -24,6 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..analysis.declarations import provides_output
+from .data import _as_data
+
 __all__ = ["plot"]
 
 _YLABEL = {"rdf": "g(r)", "density": "ρ(r) (Å$^{-3}$)", "none": "n(r) (pairs per frame)"}
@@ -142,6 +145,7 @@ def _shell_limit(x, y, cn):
     return 1.15 * n_end
 
 
+@provides_output
 def plot(obj, ax=None, *, coordination=False, errors=True, legend=True,
          coordination_label=None, **options):
     """Plot RDFs (and coordination numbers) of an analysis or of loaded results.
@@ -189,8 +193,6 @@ def plot(obj, ax=None, *, coordination=False, errors=True, legend=True,
     >>> ax.figure.savefig("rdf.png")  # doctest: +SKIP
     """
     import inspect
-
-    from .io import _as_data
 
     data = _as_data(obj)
     res, params, cls = data.results, data.parameters, data.cls
