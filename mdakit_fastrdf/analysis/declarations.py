@@ -170,7 +170,7 @@ class Curve:
 
 @dataclass
 class PlotAxes:
-    """The axes of an analysis' plot, for results that are not functions of r.
+    r"""The axes of an analysis' plot, for results that are not functions of r.
 
     An analysis class whose curves are not drawn over the bin centres (a structure factor
     over q, an intensity on a log scale) gives a classmethod ``_plot_axes(results,
