@@ -2,7 +2,7 @@
 
 import sys
 
-from mdakit_fastrdf.outputs.cli import main
+from mdakit_fastrdf.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -54,7 +54,7 @@ def test_backend_class_instead_of_object(ow):
 @pytest.mark.parametrize("command", [[], ["debye"]])
 def test_cli_unknown_backend(tmp_path, capsys, command):
     """--backend is checked as the command line is read (exit status 2, argparse's)."""
-    from mdakit_fastrdf.outputs.cli import main
+    from mdakit_fastrdf.cli import main
 
     out = tmp_path / "rdf.csv"
     with pytest.raises(SystemExit) as info:

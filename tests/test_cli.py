@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 import mdakit_fastrdf
-from mdakit_fastrdf.outputs.cli import cli_message, first_peak, main
+from mdakit_fastrdf.cli import main
+from mdakit_fastrdf.cli.app import first_peak
+from mdakit_fastrdf.cli.common import cli_message
 
 pytest.importorskip("MDAnalysisTests")
 
@@ -236,7 +238,7 @@ def test_no_box_error_names_cli_options(tmp_path, capsys):
 def test_runtime_errors_name_cli_options(monkeypatch, capsys):
     # an error raised during the run (e.g. a frame without a box after framed ones) names
     # the CLI's options, not the keyword arguments of the analysis
-    from mdakit_fastrdf.outputs import cli
+    from mdakit_fastrdf.cli import app as cli
 
     def fail(args):
         raise ValueError(
@@ -260,7 +262,7 @@ def test_cli_message():
 
 def _no_run(monkeypatch):
     """Make any computation fail the test: the checks must come before it."""
-    from mdakit_fastrdf.outputs import cli
+    from mdakit_fastrdf.cli import app as cli
 
     def run(args):
         raise AssertionError("the computation started")

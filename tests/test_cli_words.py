@@ -3,7 +3,8 @@
 import pytest
 from MDAnalysisTests.datafiles import TPR, XTC
 
-from mdakit_fastrdf.outputs.cli import cli_message, main
+from mdakit_fastrdf.cli import main
+from mdakit_fastrdf.cli.common import cli_message
 
 
 def test_sq_names_the_atoms_without_elements_and_the_select_fix(tmp_path, capsys):

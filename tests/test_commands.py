@@ -1,5 +1,5 @@
 """Subcommands of mdakit-fastrdf built from an analysis' Command declaration
-(mdakit_fastrdf/outputs/commands.py): a class defined here, outside the package, gets a
+(mdakit_fastrdf/cli/commands.py): a class defined here, outside the package, gets a
 working subcommand; its results equal running the class directly, which equals
 MDAnalysis's InterRDF counts."""
 
@@ -17,7 +17,7 @@ from mdakit_fastrdf.analysis.declarations import (
     OutputSpec,
     Table,
 )
-from mdakit_fastrdf.outputs.cli import main
+from mdakit_fastrdf.cli import main
 
 
 def _summary(analysis):
@@ -84,7 +84,7 @@ def test_subcommand_runs_and_matches_the_class_and_mdanalysis(tmp_path, capsys):
 
 
 def test_subcommands_are_listed_once_per_declaring_class(capsys):
-    from mdakit_fastrdf.outputs.commands import commands
+    from mdakit_fastrdf.cli.commands import commands
 
     found = commands()
     assert found["test-neighbours"] is NeighbourCount  # not Child: declarations not inherited

@@ -371,7 +371,7 @@ def test_save_load_and_plot(tmp_path):
 def test_command_line(tmp_path, capsys):
     """mdakit-fastrdf cylindrical: declared options, on the demo membrane."""
     from mdakit_fastrdf import load
-    from mdakit_fastrdf.outputs.cli import main
+    from mdakit_fastrdf.cli import main
 
     out = tmp_path / "cyl.csv"
     rc = main(["cylindrical", "--stop", "2", "--refgroup", "protein", "--range", "0", "30",

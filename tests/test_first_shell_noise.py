@@ -10,7 +10,7 @@ import pytest
 from MDAnalysisTests.datafiles import TPR, XTC
 
 from mdakit_fastrdf import InterRDF, first_shell
-from mdakit_fastrdf.outputs.cli import main
+from mdakit_fastrdf.cli import main
 
 
 @pytest.fixture(scope="module")

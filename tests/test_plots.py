@@ -20,7 +20,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from mdakit_fastrdf import InterRDF, LateralRDF, StructureFactor, plot  # noqa: E402
-from mdakit_fastrdf.outputs.cli import main  # noqa: E402
+from mdakit_fastrdf.cli import main  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -256,7 +256,7 @@ def test_first_shell_skips_the_self_pairs_at_zero():
 
 
 def test_cli_prints_density_and_first_shell(adk, tmp_path, capsys):
-    from mdakit_fastrdf.outputs.cli import main
+    from mdakit_fastrdf.cli import main
 
     out = tmp_path / "rdf.npz"
     assert main(["--stop", "2", "--range", "0", "8", "--nbins", "40", "--no-progress",

@@ -32,7 +32,7 @@ from mdakit_fastrdf import (  # noqa: E402
     SpeciesRDF,
     StructureFactor,
 )
-from mdakit_fastrdf.outputs.cli import main  # noqa: E402
+from mdakit_fastrdf.cli import main  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 warnings.filterwarnings("ignore")

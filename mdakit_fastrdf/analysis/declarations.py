@@ -228,7 +228,7 @@ class Command:
 
     The analysis is built as ``cls(atomgroup, **options)`` from the atoms of ``--select``
     and runs with the common options (frames, device, precision, backend, blocks, output,
-    plot); :mod:`mdakit_fastrdf.outputs.commands` does the rest from this declaration.
+    plot); :mod:`mdakit_fastrdf.cli.commands` does the rest from this declaration.
 
     Parameters
     ----------

@@ -25,7 +25,7 @@ from pathlib import Path
 import MDAnalysis as mda
 import numpy as np
 
-from .cli_common import (  # noqa: F401  (KEYWORD_OPTIONS ... PYTHON_FIXES: named here too)
+from .common import (  # noqa: F401  (KEYWORD_OPTIONS ... PYTHON_FIXES: named here too)
     KEYWORD_OPTIONS,
     OUTPUT_SUFFIXES,
     PROG,

@@ -2,9 +2,9 @@
 (:func:`cli_message`), the argument types (``--backend``, ``--blocks``, ``--device``, ...),
 the checks before a run (:func:`check_run_args`) and the atom selections.
 
-Both the main command (:mod:`~mdakit_fastrdf.outputs.cli`) and the analyses' subcommands
-(:mod:`~mdakit_fastrdf.outputs.commands`) import them from here: the cli imports the
-commands, and the commands never import the cli.
+Both the main command (:mod:`~mdakit_fastrdf.cli.app`) and the analyses' subcommands
+(:mod:`~mdakit_fastrdf.cli.commands`) import them from here: the main command imports
+the subcommands, and the subcommands never import the main command.
 """
 
 from __future__ import annotations

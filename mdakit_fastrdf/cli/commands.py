@@ -17,7 +17,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from .cli_common import (
+from .common import (
     PROG,
     CLIError,
     _backend,
@@ -121,7 +121,7 @@ def _universe(args, demo):
 
 def _run(cls, args) -> None:
     from ..engine import available_cpus
-    from .plotting import plot
+    from ..outputs.plotting import plot
 
     cmd = cls.command
     demo = args.topology is None
@@ -167,7 +167,7 @@ def _run(cls, args) -> None:
         lines += list(cmd.summary(analysis))
     written = [args.output]
     if args.output.suffix.lower() == ".csv":
-        from .io import csv_paths
+        from ..outputs.io import csv_paths
 
         written = csv_paths(analysis, args.output)  # sq.csv, sq_gr.csv: a table per axis
     lines.append(("Results", f"{', '.join(map(str, written))} (read with "
@@ -180,7 +180,7 @@ def _run(cls, args) -> None:
 
 
 def main_command(name: str, argv: Sequence[str]) -> int:
-    """Run subcommand `name` with arguments `argv` (exit status as :func:`cli.main`)."""
+    """Run subcommand `name` with arguments `argv` (exit status as :func:`~mdakit_fastrdf.cli.main`)."""
     cls = commands()[name]
     parser = build_command_parser(cls)
     args = parser.parse_args(list(argv))
