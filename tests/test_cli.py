@@ -9,7 +9,6 @@ import pytest
 
 import mdakit_fastrdf
 from mdakit_fastrdf.cli import main
-from mdakit_fastrdf.cli.app import first_peak
 from mdakit_fastrdf.cli.common import cli_message
 
 pytest.importorskip("MDAnalysisTests")
@@ -44,9 +43,19 @@ def test_csv_default_output(tmp_path, monkeypatch, capsys):
     assert table.shape == (75,)
     np.testing.assert_allclose(table["r_angstrom"], np.arange(75) * 0.2 + 0.1)
     assert table["count"][0] == 0  # self pairs are excluded in the demo
-    r_peak, g_peak = first_peak(table["r_angstrom"], table["rdf"])
-    assert 2.5 < r_peak < 3.1  # water O-O first shell
-    assert g_peak > 2
+    # the summary's first peak and minimum are first_shell's (OW with itself: count halved)
+    shell = mdakit_fastrdf.first_shell(table["r_angstrom"], table["rdf"],
+                                       table["coordination"], count=table["count"] / 2)
+    assert 2.5 < shell.r_peak < 3.1 and shell.g_peak > 2  # water O-O first shell
+    assert 3.0 < shell.r_min < 3.8
+    peak = next(line for line in out.splitlines() if line.startswith("First peak "))
+    assert float(peak.split("at r = ")[1].split()[0]) == pytest.approx(shell.r_peak, abs=1e-3)
+    assert float(peak.split("g(r) = ")[1].split()[0]) == pytest.approx(shell.g_peak, rel=1e-3)
+    minimum = next(line for line in out.splitlines() if line.startswith("First shell:"))
+    assert float(minimum.split("minimum at r = ")[1].split()[0]) == pytest.approx(
+        shell.r_min, abs=1e-3)
+    assert float(minimum.split("coordination number ")[1].split()[0]) == pytest.approx(
+        shell.coordination, rel=1e-3)
     data = mdakit_fastrdf.load(tmp_path / "rdf.csv")
     np.testing.assert_array_equal(data.results.rdf, table["rdf"])
 
@@ -172,10 +181,20 @@ def test_python_m(tmp_path):
     assert "Results" in proc.stdout
 
 
-def test_first_peak_falls_back_to_maximum():
-    bins = np.linspace(0.05, 4.95, 50)
-    rdf = np.linspace(0.0, 0.9, 50)  # no local maximum above 1
-    assert first_peak(bins, rdf) == (pytest.approx(4.95), pytest.approx(0.9))
+@pytest.mark.parametrize(("extra", "quantity"), [
+    (["--norm", "density"], "ρ(r)"),  # first_shell needs g(r)
+    (["--range", "4", "8", "--nbins", "20"], "g(r)"),  # no first shell in the range
+])
+def test_summary_without_a_first_shell_gives_the_maximum(tmp_path, capsys, extra, quantity):
+    path = tmp_path / "rdf.npz"
+    assert main(FAST + extra + ["-o", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "First peak " not in out
+    res = mdakit_fastrdf.load(path).results
+    k = int(np.argmax(res.rdf))
+    assert f"Maximum    : {quantity} = {res.rdf[k]:.4g} at r = {res.bins[k]:.3f} Å" in out
+    if quantity == "g(r)":
+        assert "First shell: not found (" in out
 
 
 # --- issue 23: messages, early checks, self pairs -------------------------------------------

@@ -266,36 +266,6 @@ def _load_universe(args: argparse.Namespace) -> mda.Universe:
     return universe
 
 
-def first_peak(bins: np.ndarray, rdf: np.ndarray, r_min: float = 1.0) -> tuple[float, float]:
-    """Position and height of the first peak of `rdf`.
-
-    The first peak is the first local maximum beyond `r_min` that is higher
-    than 1; without one, the global maximum beyond `r_min` is used.
-
-    Parameters
-    ----------
-    bins : numpy.ndarray
-        Bin centres in Å.
-    rdf : numpy.ndarray
-        Values of the distribution at `bins`.
-    r_min : float, optional
-        Bins at or below this distance (Å) are ignored, unless no bin is
-        beyond it.
-
-    Returns
-    -------
-    tuple of float
-        ``(r, height)`` of the peak.
-    """
-    beyond = bins > r_min
-    if beyond.any():
-        bins, rdf = bins[beyond], rdf[beyond]
-    inner = rdf[1:-1]
-    peaks = np.flatnonzero((inner > 1.0) & (inner >= rdf[:-2]) & (inner > rdf[2:])) + 1
-    i = peaks[0] if peaks.size else int(np.argmax(rdf))
-    return float(bins[i]), float(rdf[i])
-
-
 def peak_line(rdf, args: argparse.Namespace) -> str:
     """The run summary's line on the first peak: with ``--norm rdf``, the first peak of
     :func:`mdakit_fastrdf.first_shell`, the rule that also gives the first shell's minimum;
