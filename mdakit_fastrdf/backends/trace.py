@@ -13,8 +13,10 @@ Events (``t`` seconds since the epoch):
   message of the run), ``done`` (a part came back), ``loop_end``, ``finished`` (processes
   ended or kept, files removed);
 * compute worker: ``entry`` (its target function started: the interpreter and imports
-  before it, for a spawned process), ``payload`` (received), ``unpickled``, ``warm`` (its
-  engine made before the first frame: a GPU's CUDA context), ``part`` / ``part_end``,
+  before it, for a spawned process), ``payload`` (received), ``unpickled`` (with the
+  Universes ``kept`` and ``unpickled``, :mod:`.payload`), ``client`` (its feed ready),
+  ``layout`` (a GPU worker's species layout made), ``warm`` (its engine made before the
+  first frame: a GPU's CUDA context), ``part`` / ``part_end``,
   ``frame`` (a fed frame handed to the analysis, with the seconds waited for it) and
   ``frame_end`` (the analysis done with it);
 * reader: ``entry``, ``unpickled``, ``read`` (a frame written into a ring, with the seconds

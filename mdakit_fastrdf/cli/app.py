@@ -41,8 +41,6 @@ from .common import (  # noqa: F401  (KEYWORD_OPTIONS ... PYTHON_FIXES: named he
 )
 
 QUANTITY = {"rdf": "g(r)", "density": "ρ(r)", "none": "n(r)"}
-#: Parallel backends of MDAnalysis; other names are passed to ``run(backend=...)`` as given.
-KNOWN_BACKENDS = ("serial", "multiprocessing", "dask")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -134,14 +134,20 @@ def cli_message(message: str, options: dict | None = None, context: dict | None 
     return message
 
 
-def _positive_int(text: str) -> int:
+def _int_at_least(text: str, least: int, expected: str) -> int:
+    """`text` as an integer of at least `least` (``least`` >= 1), else argparse's error
+    "expected <expected>, got <text>"."""
     try:
         value = int(text)
     except ValueError:
         value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    if value < least:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
     return value
+
+
+def _positive_int(text: str) -> int:
+    return _int_at_least(text, 1, "a positive integer")
 
 
 def check_run_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -260,14 +266,7 @@ def _backend(text: str) -> str:
 
 
 def _blocks(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 2:
-        raise argparse.ArgumentTypeError(
-            f"expected an integer of at least 2 (blocks to estimate an error from), got {text!r}")
-    return value
+    return _int_at_least(text, 2, "an integer of at least 2 (blocks to estimate an error from)")
 
 
 def _device(text: str) -> str:
