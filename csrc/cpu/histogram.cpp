@@ -1,8 +1,8 @@
 // CPU pair-distance histogram kernel for one frame and all species pairs.
 //
 // Compiled once per instruction set (FASTRDF_ISA = baseline | avx2 | avx512 | native); the
-// dispatcher picks the best one the CPU supports. Design after CADISHI
-// (../shared/papers/000_250f7fd1161c6543.txt, Sec. 3.1):
+// dispatcher picks the best one the CPU supports. Design after CADISHI (K. Reuter &
+// J. Köfinger, Comput. Phys. Commun. 236, 274 (2019), doi:10.1016/j.cpc.2018.10.018, Sec. 3.1):
 //   * the pairs of every species pair are cut into bs x bs tiles (bs from L2 size, Eq. 6);
 //     all tiles of all pairs form one task list that OpenMP threads take dynamically;
 //   * for each row of a tile a SIMD loop writes bin indices into a small index buffer (out of

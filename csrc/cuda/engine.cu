@@ -3,8 +3,9 @@
 // launch (all pairs or cell lists, kernel variant, tasks) and launches the kernels
 // (allpairs.cuh, cells.cuh); counts stay on the device until synchronize().
 //
-// Design after CADISHI (../shared/papers/000_250f7fd1161c6543.txt, Sec. 3.2) and VMD's GPU
-// RDF (002_a98ab72dc38a4aae.txt, Sec. 2.4):
+// Design after CADISHI (K. Reuter & J. Köfinger, Comput. Phys. Commun. 236, 274 (2019),
+// doi:10.1016/j.cpc.2018.10.018, Sec. 3.2) and VMD's GPU RDF (B. G. Levine, J. E. Stone &
+// A. Kohlmeyer, J. Comput. Phys. 230, 3556 (2011), doi:10.1016/j.jcp.2011.01.048, Sec. 2.4):
 //   * one host-to-device copy per frame carries the coordinates of every species (float4:
 //     x, y, z and the exclusion label's bits); one launch covers every species pair;
 //   * the pairs of every species pair are cut into tasks (an i tile of kThreads * kRows atoms

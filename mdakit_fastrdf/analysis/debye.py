@@ -3,8 +3,9 @@ r"""Debye scattering intensities of finite systems from per-species-pair distanc
 :class:`DebyeScattering` computes the orientationally averaged scattering intensity of a
 finite system (a protein, a cluster, a nanoparticle: no periodic box) through Debye's
 equation, from the pair-distance histograms of every species pair that the kernels
-accumulate in one call per frame (CADISHI's use case: ../shared/papers, paper 000, first
-section). It adds no kernel: it is a :class:`~mdakit_fastrdf.SpeciesRDF` whose counts are
+accumulate in one call per frame (CADISHI's use case, its first section: K. Reuter and
+J. Köfinger, *Comput. Phys. Commun.* **236**, 274 (2019), doi:10.1016/j.cpc.2018.10.018).
+It adds no kernel: it is a :class:`~mdakit_fastrdf.SpeciesRDF` whose counts are
 transformed once, at the end.
 """
 

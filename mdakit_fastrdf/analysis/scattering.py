@@ -2,8 +2,9 @@ r"""What every scattering analysis shares: elements, form factors, weights and t
 transform of pair-distance histograms.
 
 Scattering intensities are transforms of the pair-distance histograms the package already
-accumulates (Debye's equation; CADISHI's first section: ../shared/papers, paper 000). This
-module holds, once, what the analyses built on them need:
+accumulates (Debye's equation; CADISHI's first section: K. Reuter and J. Köfinger,
+*Comput. Phys. Commun.* **236**, 274 (2019), doi:10.1016/j.cpc.2018.10.018). This module
+holds, once, what the analyses built on them need:
 
 * the element of every atom and of every species, from the topology's ``elements``
   (:func:`atom_elements`, :func:`species_elements`), with a clear error naming the atoms

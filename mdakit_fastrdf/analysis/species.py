@@ -3,7 +3,8 @@ r"""All partial radial distribution functions of a system in one pass.
 :class:`SpeciesRDF` splits an AtomGroup into chemical species (by element, type, name,
 residue name, a mapping, a function or explicit AtomGroups) and histograms every intra- and
 inter-species pair distance of a frame in one kernel call, as CADISHI does for its species
-use case (../shared/papers: CADISHI §4.4).
+use case (CADISHI §4.4: K. Reuter and J. Köfinger, *Comput. Phys. Commun.* **236**, 274
+(2019), doi:10.1016/j.cpc.2018.10.018).
 """
 
 from __future__ import annotations

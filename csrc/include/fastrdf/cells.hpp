@@ -19,7 +19,8 @@
 //
 // Column order. The columns (cells of axes 0 and 1) are laid out in memory, and taken by the
 // threads, in one of three orders: row-major, Morton (Z-order) or Hilbert. Space-filling
-// curves keep neighbouring columns close in memory (../shared/papers/004_*); within a column
+// curves keep neighbouring columns close in memory (I. Al-Kharusi & D. W. Walker, Int. J. High
+// Perform. Comput. Appl. 33, 998 (2019), doi:10.1177/1094342019846282); within a column
 // axis 2 stays contiguous, so the strips survive any column order.
 //
 // Each atom pair is visited once. For a species with itself: the neighbour columns (axes 0, 1)

@@ -5,7 +5,8 @@
 // same distance and the same bin, bit for bit, as long as neither side contracts a*b+c into
 // an FMA or uses fast-math (CMake sets -ffp-contract=off; nvcc gets --fmad=false).
 //
-// Conventions (CADISHI, ../shared/papers/000_250f7fd1161c6543.txt Eq. 5):
+// Conventions (CADISHI Eq. 5: K. Reuter & J. Köfinger, Comput. Phys. Commun. 236, 274 (2019),
+// doi:10.1016/j.cpc.2018.10.018):
 //   * coordinates are float32 (as MDAnalysis stores them); the difference of two coordinates
 //     is taken in float32, then widened to the working precision T, exactly as MDAnalysis's
 //     distance code does (float - float, stored into a double);

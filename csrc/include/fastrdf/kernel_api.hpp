@@ -483,7 +483,8 @@ FASTRDF_DECLARE_ISA(avx512)
 FASTRDF_DECLARE_ISA(native)
 #undef FASTRDF_DECLARE_ISA
 
-// Cache-blocking tile edge from CADISHI Eq. 6 (../shared/papers/000_250f7fd1161c6543.txt):
+// Cache-blocking tile edge from CADISHI Eq. 6 (K. Reuter & J. Köfinger, Comput. Phys. Commun.
+// 236, 274 (2019), doi:10.1016/j.cpc.2018.10.018):
 //   L2 - reserve = 4 bs^2 + 2 * coord_bytes * bs + 4 * nbins, solved for bs.
 std::size_t block_size(std::size_t l2_bytes, int nbins, int n_pairs);
 }  // namespace cpu
