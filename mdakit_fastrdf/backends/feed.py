@@ -53,7 +53,7 @@ import uuid
 import numpy as np
 
 from .frames import FedTimestep, MappedFile, PartCancelled, check_cancelled
-from .messages import More, Part, Reading
+from .messages import More, Part, Reading, RunOver
 from .trace import mark
 
 __all__ = ["FeedClient", "Ring", "ring_directory"]
@@ -96,6 +96,7 @@ class Ring(MappedFile):
         self._rows = [self._map[s * self.slot_bytes + 8 * _META:
                                 s * self.slot_bytes + 8 * _META + rows_bytes]
                       .view(np.float32).reshape(self.n_rows, 3) for s in range(self.n_slots)]
+        self._track()
 
     @classmethod
     def new(cls, n_slots, n_rows, directory=None):
@@ -320,12 +321,18 @@ class FeedClient:
             self._issue()
 
 
+#: what :func:`read_frames` returns at this run's :class:`~.messages.RunOver`
+RUN_OVER = "run over"
+
+
 def read_frames(analysis, tasks, rings, filled, gen=0, first=None):
     """A reader's loop: frames from `tasks` into the compute workers' rings.
 
     ``rings``: ``{rank: Ring}`` (mapped); ``filled``: ``{rank: queue}``. Tasks are
     :class:`~.messages.Reading`; those of an earlier run are skipped. Returns
-    None at a None task (the end), or the first task of a later run (a warm engine's
+    None at a None task (the end), :data:`RUN_OVER` at this run's
+    :class:`~.messages.RunOver` (a warm engine's run is over: the reader drops its rings
+    and waits for the next run), or the first task of a later run (a warm engine's
     reader then takes that run's analysis and rings, and goes on with the task).
     `first`: a task of this run already taken off the queue."""
     n_rows = analysis._prepare_reader()
@@ -344,6 +351,8 @@ def read_frames(analysis, tasks, rings, filled, gen=0, first=None):
             if task.gen < gen:
                 continue  # a reading of an earlier run: nobody waits for it
             return task
+        if isinstance(task, RunOver):
+            return RUN_OVER
         _, rank, slot, pos, frame = task
         ring = rings[rank]
         try:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import tempfile
 import uuid
+import weakref
 
 import numpy as np
 
@@ -28,11 +29,33 @@ class PartCancelled(Exception):
     """The part being computed was cancelled: another worker's copy of it counts."""
 
 
+#: the mapped files of this process, with the pid that mapped them
+_mapped: weakref.WeakSet = weakref.WeakSet()
+
+
+def _drop_inherited():
+    """In a child just forked: unmap the files its parent had mapped (a ring, ~1 GB for
+    1M atoms). A forked worker or reader maps the ones it uses itself from their specs;
+    without this, a warm engine's forked processes kept the first run's rings for the
+    engine's life."""
+    pid = os.getpid()
+    for m in list(_mapped):
+        if m._pid != pid:
+            m._release()
+
+
+os.register_at_fork(after_in_child=_drop_inherited)
+
+
 class MappedFile:
     """A file in /dev/shm (or the temporary directory) that every process of a run maps;
     the parent removes it once all have mapped it (the mappings stay)."""
 
     path: str
+
+    def _track(self):
+        self._pid = os.getpid()
+        _mapped.add(self)
 
     def unlink(self):
         """Remove the file (every process that maps it keeps its mapping)."""
@@ -63,6 +86,7 @@ class CancelFlags(MappedFile):
             with open(path, "wb") as f:
                 f.truncate(max(1, self.n))
         self._map = np.memmap(path, dtype=np.uint8, mode="r+", shape=(max(1, self.n),))
+        self._track()
 
     @classmethod
     def new(cls, n, directory=None):

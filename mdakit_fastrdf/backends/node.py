@@ -17,7 +17,8 @@ from .errors import RemoteTraceback, WorkerDiedError, WorkerError
 from .feed import Ring, ring_directory
 from .frames import CancelFlags
 from .main_guard import main_guard_error, unguarded_main_call
-from .messages import HANDLERS, End, Ended, Exit, Failed, Part, Reading, Run, Stop
+from .messages import (HANDLERS, End, Ended, Exit, Failed, Part, Reading, Run, RunOver,
+                       Stop)
 from .planning import _AUTO, WorkerSpec, _check_auto_int, _fmt_cpus, plan_workers
 from .scheduler import Scheduler, WorkerState, guided_sizes
 from .topology import NodeTopology, detect_topology
@@ -509,7 +510,11 @@ class _NodeRun:
             self.tasks = qctx.Queue()
             self.filled = {spec.rank: qctx.Queue() for spec in specs}
         for spec in specs:
-            self.rings[spec.rank] = Ring.new(n_slots, n_rows, where)
+            # the parent only names the file: it does not keep it mapped, so that the
+            # last process to unmap a ring (which frees its ~1 GB) is a worker or reader
+            # between runs or after its end, not the parent before run() returns
+            ring = self.rings[spec.rank] = Ring.new(n_slots, n_rows, where)
+            ring.close()
 
     def _feed_of(self, spec, now):
         """``(first parts, feed, feed without its queues)`` of a process: a fed worker gets
@@ -700,6 +705,9 @@ class _NodeRun:
             # next; one still busy (a cancelled copy) is not waited for but ended
             busy = [w for w in self.workers if w.status == "busy"]
             pool.end_run([w for w in self.workers if w not in busy])
+            if self.tasks is not None:
+                for _ in self.readers:  # each unmaps the run's rings while it waits
+                    self.tasks.put(RunOver(self.gen))
             b._shutdown(busy, graceful=False)
             pool.forget(busy)
         else:

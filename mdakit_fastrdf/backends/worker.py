@@ -11,9 +11,9 @@ import threading
 import time
 import traceback
 
-from ..engine import WorkerPlacement, set_worker_placement
+from ..engine import WorkerPlacement, set_worker_placement, start_cuda_early
 from .base import _analysis_of, _PartResult
-from .feed import FeedClient, Ring, read_frames
+from .feed import RUN_OVER, FeedClient, Ring, read_frames
 from .frames import CancelFlags, PartCancelled, current_part, set_frame_source
 from .messages import (
     Cancelled,
@@ -115,9 +115,13 @@ def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, paren
     try:
         if pin and spec.cpus and hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(0, spec.cpus)
+        device = _own_gpu(spec)
         set_worker_placement(WorkerPlacement(
-            device=_own_gpu(spec), n_threads=spec.n_threads, rank=spec.rank,
+            device=device, n_threads=spec.n_threads, rank=spec.rank,
             kind=spec.kind, bound_device=spec.device))
+        if spec.kind == "gpu" and device == "cuda:0":
+            # the driver starts while the payload comes and is unpickled (engine.py)
+            start_cuda_early()
         _private_progress_lock()
         if payload is None:  # not forked: the parent sends it once we are running
             conn.send(Hello(spec.rank))
@@ -131,6 +135,8 @@ def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, paren
             while pooled and (pending is not None or over):
                 # the next run: the one of the task it took (whose message came before
                 # its tasks), or, after a run that ended before it started, the next one
+                if pending is None:
+                    gc.collect()  # idle between runs (as a compute worker, below)
                 while True:
                     msg = conn.recv()
                     if isinstance(msg, Exit):
@@ -241,7 +247,10 @@ def _reader_run(conn, spec, payload, queues, ring_specs, gen, first):
             raise
         return None, True
     conn.send(Ready(spec.rank, _ready_info(gen)))
-    return read_frames(_analysis_of(func), tasks, rings, filled, gen, first), False
+    got = read_frames(_analysis_of(func), tasks, rings, filled, gen, first)
+    if got is RUN_OVER:  # (the rings and the analysis go as this returns)
+        return None, True
+    return got, False
 
 
 def _compute_run(conn, spec, payload, queues, feed, cancel, gen, state):
@@ -268,6 +277,10 @@ def _compute_run(conn, spec, payload, queues, feed, cancel, gen, state):
             return False
         if isinstance(msg, End):
             conn.send(Ended(spec.rank))
+            # the feed's ring (~1 GB for 1M atoms) is unmapped now, while the worker
+            # waits, not when the next run replaces it: that cost a warm run 0.15-0.19 s
+            # before its first frame on 2x H200 (benchmarks/NOTES.md, 2026-11-28)
+            set_frame_source(None)
             return True
         idx, computation = msg.idx, msg.frames
         state["idx"] = idx

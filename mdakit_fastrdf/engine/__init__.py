@@ -149,6 +149,36 @@ def _cuda_init():
     return _cuda_module()
 
 
+def start_cuda_early():
+    """Start the NVIDIA driver and the first visible GPU's primary context in a background
+    thread, for a GPU worker that will soon make an engine: the driver's start (~0.3-0.5 s,
+    longer when several processes start at once) then overlaps what the worker does
+    before its first frame (receiving and unpickling the analysis) instead of following
+    it. The calls go through ``ctypes`` to ``libcuda``, which releases the GIL, so the
+    worker's own thread runs meanwhile; the engine's later CUDA calls find the driver
+    started (the driver serialises a concurrent start). Returns the thread, or None where
+    there is no driver library (the engine then says why, as it would have)."""
+    global _cuda_pid
+    import ctypes
+
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+    if _cuda_pid is not None and _cuda_pid != os.getpid():
+        return None  # (a child forked after CUDA started: the engine raises its error)
+    _cuda_pid = os.getpid()
+
+    def start():
+        dev, ctx = ctypes.c_int(), ctypes.c_void_p()
+        if lib.cuInit(0) == 0 and lib.cuDeviceGet(ctypes.byref(dev), 0) == 0:
+            lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev)  # kept for the process
+
+    t = threading.Thread(target=start, name="mdakit-fastrdf-cuda-start", daemon=True)
+    t.start()
+    return t
+
+
 def cuda_used_in_this_process() -> bool:
     """Whether CUDA may have been initialised in this process: by this package (or in a
     parent that forked it), or by anything else that loaded the NVIDIA driver's library
