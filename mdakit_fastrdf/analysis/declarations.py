@@ -23,7 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 __all__ = ["Command", "Curve", "Field", "Option", "OutputSpec", "PlotAxes", "Table",
-           "analysis_class", "analysis_classes", "histogram_fields", "register"]
+           "analysis_class", "analysis_classes", "histogram_fields", "int_at_least",
+           "positive_int", "register"]
 
 #: Units of the normalised histograms for each ``norm``.
 NORM_UNITS = {"rdf": "1", "density": "Å^-3", "none": "pairs per frame"}
@@ -214,12 +215,21 @@ class Option:
     :meth:`argparse.ArgumentParser.add_argument` keywords (``type``, ``default``, ``help``,
     ``choices``, ``nargs``, ``metavar``, ``action``). An option left at None is not passed,
     so the class's own default applies; ``convert`` turns the parsed value into the
-    constructor's argument (e.g. ``--q QMIN QMAX N`` into an array of q values)."""
+    constructor's argument (e.g. ``--q QMIN QMAX N`` into an array of q values).
+
+    ``group`` names the argparse group that lists it in ``--help`` (default: the class's
+    options; ``"frames"``, ``"computation"`` and ``"output"`` are the common groups); options
+    with the same ``exclusive`` key are mutually exclusive. ``keyword=False``: the option is
+    read by the command's hooks only and not passed to the constructor (nor named in its
+    error messages)."""
 
     flags: tuple
     dest: str
     kwargs: dict = field(default_factory=dict)
     convert: Callable | None = None
+    group: str | None = None
+    exclusive: str | None = None
+    keyword: bool = True
 
 
 @dataclass(frozen=True)
@@ -228,14 +238,17 @@ class Command:
 
     The analysis is built as ``cls(atomgroup, **options)`` from the atoms of ``--select``
     and runs with the common options (frames, device, precision, backend, blocks, output,
-    plot); :mod:`mdakit_fastrdf.cli.commands` does the rest from this declaration.
+    plot); :mod:`mdakit_fastrdf.cli.commands` does the rest from this declaration. The
+    optional hooks below change one step each; each receives the parsed arguments
+    (``args``, an :class:`argparse.Namespace`), which a hook may annotate for a later one.
 
     Parameters
     ----------
     name : str
-        The subcommand.
+        The subcommand; the default output file is ``NAME.csv``.
     help : str
-        One line for ``--help``.
+        One line for ``--help``. For a variant (`switch`): what the switch gives, named in
+        the error when the variant's options come without it.
     select : str
         Default selection.
     demo : tuple of str
@@ -248,6 +261,49 @@ class Command:
         The analysis needs elements: the command offers ``--guess-elements`` (guess missing
         elements from the atom names and types with MDAnalysis's guesser) and uses it for
         the demo data.
+    main : bool
+        The program's main command: ``mdakit-fastrdf [topology [trajectory]] [options]``,
+        without a name (one class of the package declares it).
+    description : str, optional
+        The ``--help`` description (default: from `help` and `demo`).
+    demo_about : str, optional
+        What the demo data is, for the line that says it is used.
+    common_help : dict
+        ``{dest: help}``: this command's help of common options (``device``, ``output``, ...).
+    groups : callable, optional
+        ``groups(select, args) -> tuple of AtomGroup``: the atom groups the class is built
+        from, chosen with ``select(selection, updating=False)`` (the command line's, which
+        reports an empty or invalid selection); default ``(select(args.select),)``, with
+        the ``--select`` option. With this hook the command declares its selection options
+        itself (``keyword=False``).
+    validate : callable, optional
+        ``validate(args) -> str or None``: an error in the arguments, reported as a usage
+        error (exit status 2) before anything is loaded.
+    prepare : callable, optional
+        ``prepare(args, groups)``: checks and defaults once the groups are known, before
+        the analysis is built; raise ``ValueError`` to stop with a message.
+    build : callable, optional
+        ``build(cls, groups, kwargs, args) -> analysis``: build the analysis from the
+        keyword options `kwargs` (default ``cls(*groups, **kwargs)``).
+    metadata : callable, optional
+        ``metadata(args) -> dict``: what the saved file records of the command line
+        (default ``{"select": args.select}``); ``command`` and ``wall_s`` follow.
+    plot : callable, optional
+        ``plot(analysis, ax, args)``: draw the ``--plot`` figure on `ax` (default: the
+        analysis' plot titled with the class and selection).
+    report : callable, optional
+        ``report(analysis, args, lines) -> list of (label, text)``: the printed summary
+        from the standard `lines` (``{label: text}``: ``System``, ``Run time``, ``Results``
+        and, with ``--plot``, ``Plot``); ``args.wall_s`` holds the run's wall time.
+        Default: the standard lines with `summary`'s after ``Run time``.
+    summary_format : str
+        The format of a line of the printed summary, from ``label``, ``text`` and
+        ``width`` (the longest label's length).
+    switch : str, optional
+        This declaration is a *variant* of the command of the same `name` declared by
+        another class: its options join that command, and the `dest` of one of them (the
+        switch) chooses this class when given. A variant's `prepare` runs after the main
+        declaration's and its `build` builds it; the other hooks are the main declaration's.
     """
 
     name: str
@@ -257,6 +313,38 @@ class Command:
     options: tuple = ()
     summary: Callable | None = None
     guess_elements: bool = False
+    main: bool = False
+    description: str | None = None
+    demo_about: str | None = None
+    common_help: dict = field(default_factory=dict)
+    groups: Callable | None = None
+    validate: Callable | None = None
+    prepare: Callable | None = None
+    build: Callable | None = None
+    metadata: Callable | None = None
+    plot: Callable | None = None
+    report: Callable | None = None
+    summary_format: str = "{label:<{width}} : {text}"
+    switch: str | None = None
+
+
+def int_at_least(text: str, least: int, expected: str) -> int:
+    """`text` as an integer of at least `least` (``least`` >= 1), else argparse's error
+    "expected <expected>, got <text>" (an :class:`Option`'s ``type``)."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < least:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An :class:`Option`'s ``type`` for a count of at least 1."""
+    return int_at_least(text, 1, "a positive integer")
 
 
 _REGISTRY: dict = {}

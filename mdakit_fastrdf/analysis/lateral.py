@@ -38,6 +38,7 @@ from .base import PairHistogramBase, frame_sum
 from .coords import prepare_coordinates
 from .declarations import Field, OutputSpec, Table, histogram_fields
 from .rdf import InterRDF
+from .rdf_command import LATERAL_COMMAND
 
 __all__ = ["LateralRDF", "ring_areas", "slab_shell_volumes"]
 
@@ -217,6 +218,8 @@ class LateralRDF(InterRDF):
     """
 
     coordinates = "wrapped"
+    #: ``mdakit-fastrdf --lateral AXIS``: a variant of InterRDF's command (:mod:`.rdf_command`)
+    command = LATERAL_COMMAND
     #: the keyword of the direction in messages, and what the histogram is (for a subclass)
     _normal_keyword = "normal"
     _what = "lateral RDF"

@@ -24,6 +24,7 @@ from .checks import (
     is_updating,
 )
 from .declarations import Curve, Field, OutputSpec, Table, histogram_fields
+from .rdf_command import RDF_COMMAND
 
 __all__ = ["FirstShell", "InterRDF", "first_shell"]
 
@@ -557,6 +558,8 @@ class InterRDF(BoxStatistics, PairHistogramBase):
     """
 
     coordinates = "mdanalysis"
+    #: the main command of ``mdakit-fastrdf`` (:mod:`.rdf_command`)
+    command = RDF_COMMAND
     outputs = OutputSpec(
         fields=histogram_fields() + (
             Field("cdf", "pairs per frame", "cumulative pairs per frame", blocks=True),

@@ -1,7 +1,7 @@
-"""The command-line tool ``mdakit-fastrdf``, the top layer of the package: the main command
-(:mod:`.app`, computing g(r) with :class:`~mdakit_fastrdf.InterRDF` or
-:class:`~mdakit_fastrdf.LateralRDF`), the subcommands the analyses declare
-(:mod:`.commands`) and what both share (:mod:`.common`)."""
+"""The command-line tool ``mdakit-fastrdf``, the top layer of the package: the program
+(:mod:`.app`: :func:`main`, ``--info``), the commands the analyses declare, the main one
+(g(r), declared by :class:`~mdakit_fastrdf.InterRDF`) included (:mod:`.commands`), and what
+they share (:mod:`.common`)."""
 
 from .app import main
 

@@ -2,9 +2,9 @@
 (:func:`cli_message`), the argument types (``--backend``, ``--blocks``, ``--device``, ...),
 the checks before a run (:func:`check_run_args`) and the atom selections.
 
-Both the main command (:mod:`~mdakit_fastrdf.cli.app`) and the analyses' subcommands
-(:mod:`~mdakit_fastrdf.cli.commands`) import them from here: the main command imports
-the subcommands, and the subcommands never import the main command.
+The program (:mod:`~mdakit_fastrdf.cli.app`) and the commands
+(:mod:`~mdakit_fastrdf.cli.commands`) import them from here: the program imports the
+commands, and the commands never import the program.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from pathlib import Path
 
 import MDAnalysis as mda
 from MDAnalysis.exceptions import SelectionError
+
+from ..analysis.declarations import int_at_least as _int_at_least
 
 PROG = "mdakit-fastrdf"
 
@@ -132,22 +134,6 @@ def cli_message(message: str, options: dict | None = None, context: dict | None 
         else:
             message = fix.sub(replacement, message)
     return message
-
-
-def _int_at_least(text: str, least: int, expected: str) -> int:
-    """`text` as an integer of at least `least` (``least`` >= 1), else argparse's error
-    "expected <expected>, got <text>"."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < least:
-        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    return _int_at_least(text, 1, "a positive integer")
 
 
 def check_run_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
