@@ -190,19 +190,40 @@ def _ring_maps(pid):
         return set()
 
 
-def test_a_finished_run_leaves_no_ring_mapped(adk_water, serial):
-    """Between runs of a warm engine its workers and readers unmap the run's rings (a
-    ring of a 1M-atom run is ~1 GB: freeing it cost the next run's worker 0.15-0.19 s
-    before its first frame when it was left until then)."""
+def test_runs_reuse_their_rings_and_unmap_the_replaced_ones(adk_water, serial):
+    """A warm engine's next run of the same rows per frame writes into the same rings
+    (its processes kept their mappings: nothing of ~1 GB for 1M atoms is freed, created or
+    faulted in again); an analysis of other rows gets new rings and every process unmaps
+    the old ones; the parent maps none, and no forked process keeps its parent's."""
+    def mapped(pids):
+        return {p: _ring_maps(p) for p in pids}
+
     with _standin() as node:
         r = _rdf(adk_water).run(backend=node)
         np.testing.assert_array_equal(r.results.count_uint64, serial["rdf"])
         pids = _pids(node.last_run)
         assert node.last_run["readers"], "the stand-in plan has readers"
-        deadline = time.monotonic() + 10
-        while any(_ring_maps(p) for p in pids) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert {p: _ring_maps(p) for p in pids if _ring_maps(p)} == {}
-        # and the next run, on the same processes, still gives serial's counts
+        first = mapped(pids)
+        rings = set().union(*first.values())
+        assert len(rings) == 1 and all(m == rings for m in first.values()), first
+        assert not _ring_maps(os.getpid())
+        # (a run reuses the rings when every process mapped them in the last run: on a
+        # loaded machine one may not have said ready before a short run ended)
+        reused = 0
+        for _ in range(3):
+            complete = _pids(node.last_run) == pids
+            r = _rdf(adk_water).run(backend=node)
+            np.testing.assert_array_equal(r.results.count_uint64, serial["rdf"])
+            if complete and _pids(node.last_run) == pids:
+                assert mapped(pids) == first
+                reused += 1
+            first = mapped(pids)
+            rings = set().union(*first.values())
+        assert reused, "no run reused the rings"
+        s = _species(adk_water).run(backend=node)  # other rows per frame: other rings
+        np.testing.assert_array_equal(s.results.count_uint64, serial["species"])
+        now = mapped(_pids(node.last_run))
+        assert all(m and not (m & rings) for m in now.values()), (first, now)
         r = _rdf(adk_water).run(backend=node)
         np.testing.assert_array_equal(r.results.count_uint64, serial["rdf"])
+        assert not _ring_maps(os.getpid())

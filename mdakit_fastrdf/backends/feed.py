@@ -146,6 +146,29 @@ class Ring(MappedFile):
         self._map = None
 
 
+#: rings this process has mapped, by path: a warm engine's workers and readers keep them
+#: from one run to the next (:func:`mapped_ring`, :func:`keep_rings`)
+_kept_rings: dict = {}
+
+
+def mapped_ring(spec) -> Ring:
+    """The ring `spec` (:meth:`Ring.spec`), mapped by this process: the mapping it already
+    has of that file (a warm engine's run that reuses its rings, whose files are gone by
+    then), or a new one."""
+    path, n_slots, n_rows = spec
+    r = _kept_rings.get(path)
+    if r is None or r._map is None or (r.n_slots, r.n_rows) != (int(n_slots), int(n_rows)):
+        r = _kept_rings[path] = Ring(path, n_slots, n_rows)
+    return r
+
+
+def keep_rings(paths) -> None:
+    """Unmap this process's rings other than `paths` (a run's processes call it as the run
+    starts: rings of earlier runs that this one does not reuse go)."""
+    for path in [p for p in _kept_rings if p not in paths]:
+        _kept_rings.pop(path).close()
+
+
 class _FedFrames:
     """The frames of one part, as its compute worker receives them from the readers."""
 
@@ -194,7 +217,7 @@ class FeedClient:
 
     def __init__(self, rank, ring, tasks, filled, conn, preissued=0, lookahead=0, gen=0):
         self.rank = rank
-        self.ring = Ring(*ring)
+        self.ring = mapped_ring(ring)
         self.tasks, self.filled, self.conn = tasks, filled, conn
         tasks.cancel_join_thread()  # readings still queued at the end of the run are dropped
         self.stash = collections.deque()   # parent messages received while computing
@@ -312,6 +335,12 @@ class FeedClient:
                                f"expected position {pos} frame {frame}")
         self._current = slot
         return ts
+
+    @property
+    def drained(self) -> bool:
+        """No reading of this worker's ring is outstanding: every one it issued (the
+        parent's first ones included) has been taken."""
+        return not self.issued and self._current is None
 
     def release(self):
         """The analysis is done with the current slot: issue the next reading into it."""

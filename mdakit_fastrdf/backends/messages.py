@@ -85,9 +85,12 @@ class More(NamedTuple):
 
 
 class Ended(NamedTuple):
-    """A warm engine's process has ended its run (the answer to :class:`End`)."""
+    """A warm engine's process has ended its run (the answer to :class:`End`); `drained`:
+    no reading of its ring is outstanding (no reader writes into it any more), so the
+    next run may use the same ring."""
 
     rank: int
+    drained: bool = True
 
 
 class Failed(NamedTuple):

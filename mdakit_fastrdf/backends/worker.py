@@ -13,7 +13,7 @@ import traceback
 
 from ..engine import WorkerPlacement, set_worker_placement, start_cuda_early
 from .base import _analysis_of, _PartResult
-from .feed import RUN_OVER, FeedClient, Ring, read_frames
+from .feed import RUN_OVER, FeedClient, keep_rings, mapped_ring, read_frames
 from .frames import CancelFlags, PartCancelled, current_part, set_frame_source
 from .messages import (
     Cancelled,
@@ -241,7 +241,8 @@ def _reader_run(conn, spec, payload, queues, ring_specs, gen, first):
     # parent removes the rings' files (the mappings stay), so that nothing is left in
     # /dev/shm whatever ends the run.
     try:
-        rings = {rank: Ring(*r) for rank, r in ring_specs.items()}
+        keep_rings({r[0] for r in ring_specs.values()})
+        rings = {rank: mapped_ring(r) for rank, r in ring_specs.items()}
     except FileNotFoundError:
         if first is not None:  # (it holds a task of this run: the run is not over)
             raise
@@ -259,6 +260,7 @@ def _compute_run(conn, spec, payload, queues, feed, cancel, gen, state):
     func = payload_loads(payload)
     mark("unpickled", spec.kind, rank=spec.rank, **last_load)
     client = None
+    keep_rings({feed[0][0]} if feed is not None else ())
     if feed is not None:
         ring, preissued, lookahead = feed
         tasks, filled = queues
@@ -276,10 +278,10 @@ def _compute_run(conn, spec, payload, queues, feed, cancel, gen, state):
         if isinstance(msg, Stop):
             return False
         if isinstance(msg, End):
-            conn.send(Ended(spec.rank))
-            # the feed's ring (~1 GB for 1M atoms) is unmapped now, while the worker
-            # waits, not when the next run replaces it: that cost a warm run 0.15-0.19 s
-            # before its first frame on 2x H200 (benchmarks/NOTES.md, 2026-11-28)
+            # the ring stays mapped (keep_rings): the next run may reuse it, which saves
+            # freeing ~1 GB (1M atoms) and faulting it in again: 0.15-0.19 s of a warm
+            # run on 2x H200 (benchmarks/NOTES.md, 2026-11-28)
+            conn.send(Ended(spec.rank, client.drained if client is not None else True))
             set_frame_source(None)
             return True
         idx, computation = msg.idx, msg.frames
