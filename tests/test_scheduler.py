@@ -89,6 +89,19 @@ def test_cpu_worker_beside_gpus_takes_only_what_it_finishes_in_time():
     assert s.stats["cpu_parts_declined"] >= 1
 
 
+def test_a_short_run_starts_every_fed_worker_with_its_share():
+    """40 frames, 2 fed GPU workers whose rings and lookahead (30) exceed their share:
+    each starts with at most half the frames, not the first one with 31 of them (a warm
+    engine's 40-frame XTC run on 2x H200 then read worker 0's frames first: 24 / 16
+    frames and 0.43 s; benchmarks/NOTES.md)."""
+    sizes = guided_sizes(40, 2)
+    s = _sched(sizes, ["gpu", "gpu"], fed=True, lookahead=30)
+    a, b = s.initial(0), s.initial(1)
+    na, nb = (sum(sizes[i] for i in x) for x in (a, b))
+    assert 0 < na <= 20 and 0 < nb <= 20, (na, nb)
+    assert na + nb >= 36
+
+
 def test_fed_worker_takes_parts_ahead_only_when_asked():
     s = _sched([5, 5, 5, 5, 5], ["gpu", "gpu"], fed=True, lookahead=6)
     assert s.initial(0) == [0, 1]  # 10 frames >= lookahead 6

@@ -484,7 +484,9 @@ class _NodeRun:
                        self.filled)
         # the readers' first frames, once every process is started (a put starts the
         # queue's feeder thread here: no fork after it)
-        for task in self.preissue:
+        # (in turn: each worker's first frame, then each one's second, ...: the readers'
+        # first round serves every worker)
+        for task in sorted(self.preissue, key=lambda t: (t.position, t.rank)):
             self.tasks.put(task)
         if not self.to_send:
             self.payload = None

@@ -119,13 +119,24 @@ class Scheduler:
     # -- events ---------------------------------------------------------------------
     def initial(self, rank, now=0.0) -> list:
         """Parts for a fed worker as it starts (before it is ready), so that the readers
-        read its first frames while it starts: enough to fill its ring."""
+        read its first frames while it starts: enough to fill its ring, and no more than
+        its share of the run's frames (a short run: the first worker asked would
+        otherwise take most of them, and the readers would read its frames first)."""
         w = self.workers[rank]
         out = []
         if not w.fed or (self.mixed and w.kind == "cpu"):
             return out
-        while self.pending and sum(self.sizes[i] for i in w.outstanding) < max(1, w.lookahead):
+        n_fed = sum(o.fed and not (self.mixed and o.kind == "cpu")
+                    for o in self.workers.values())
+        share = math.ceil(sum(self.sizes) / max(1, n_fed))
+        want = min(max(1, w.lookahead), share)
+        have = sum(self.sizes[i] for i in w.outstanding)
+        while self.pending and have < want:
+            nxt = self.sizes[self.pending[0]]
+            if have and have + nxt > share:
+                break
             out.append(self._give(w, self.pending.popleft(), now))
+            have += nxt
         return out
 
     def on_ready(self, rank, now) -> list:
