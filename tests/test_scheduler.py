@@ -102,6 +102,22 @@ def test_a_short_run_starts_every_fed_worker_with_its_share():
     assert na + nb >= 36
 
 
+@pytest.mark.parametrize("wait_s, duplicated", [(0.0, True), (0.29, False)])
+def test_a_fed_worker_duplicates_only_what_it_can_read_in_time(wait_s, duplicated):
+    """A fed worker's duplicate needs its frames read anew. Worker 1 (100 frames/s) ends
+    its part at 0.3 s with part 0 (10 frames, no rate yet: expected at 0.6 s) left to
+    worker 0: its copy would end at 0.5 s without reading, 0.79 s after the 0.29 s its
+    own frames took to arrive, which is too late (at the end of a 40-frame warm XTC run
+    on 2x H200 such a copy waited for its frame, and the run ended with its worker busy)."""
+    s = _sched([10, 1], ["gpu", "gpu"], fed=True, lookahead=20)
+    assert s.initial(0) == [0] and s.initial(1) == [1]
+    s.on_ready(0, 0.0)
+    s.on_ready(1, 0.0)
+    won, cancel, send = s.on_done(1, 1, 0.01, 0.3, wait_s)
+    assert won and cancel == []
+    assert send == ([0] if duplicated else [])
+
+
 def test_fed_worker_takes_parts_ahead_only_when_asked():
     s = _sched([5, 5, 5, 5, 5], ["gpu", "gpu"], fed=True, lookahead=6)
     assert s.initial(0) == [0, 1]  # 10 frames >= lookahead 6

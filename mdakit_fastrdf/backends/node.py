@@ -657,7 +657,7 @@ class _NodeRun:
             self.timeline["first_part_s"] = start
         if used is not None:
             w.devices_used.add(used)
-        won, cancel, send = self.sched.on_done(w.spec.rank, idx, secs, now)
+        won, cancel, send = self.sched.on_done(w.spec.rank, idx, secs, now, wait_s)
         if won:
             self.results[idx] = res
             if self.bar is not None:

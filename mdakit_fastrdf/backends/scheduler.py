@@ -84,6 +84,9 @@ class WorkerState:
     parts: int = 0
     duplicates: int = 0
     cancelled: int = 0
+    # a fed worker: the longest it waited for the readers' first frames of a part (what a
+    # duplicate, whose frames are read anew, costs before its first frame)
+    feed_latency_s: float = 0.0
 
     def rate(self):
         """Frames per second measured so far (None before its first part ended)."""
@@ -147,11 +150,15 @@ class Scheduler:
             return []
         return self._next(w, now)
 
-    def on_done(self, rank, idx, busy_s, now):
+    def on_done(self, rank, idx, busy_s, now, wait_s=0.0):
         """Worker `rank` finished part `idx` in `busy_s` seconds. Returns ``(won, cancel,
         send)``: whether its copy counts (the first to finish), the parts whose other
-        copies are to be cancelled (``[idx]`` or ``[]``), and the parts to send it next."""
+        copies are to be cancelled (``[idx]`` or ``[]``), and the parts to send it next.
+        `wait_s`: the seconds a fed worker waited for the readers during the part (its
+        longest such wait delays any duplicate it would take)."""
         w = self._end(rank, idx, busy_s, now)
+        if w.fed:
+            w.feed_latency_s = max(w.feed_latency_s, float(wait_s))
         won = not self.done[idx]
         cancel = []
         if won:
@@ -302,7 +309,10 @@ class Scheduler:
             for idx, t_end in self.finish_times(o, now).items():
                 if self.done[idx] or len(self.owners[idx]) > 1:
                     continue
-                mine = now + self.hedge * self.sizes[idx] / rate + MARGIN_S
+                # (a fed worker's copy waits for its frames to be read first: at the end
+                # of a short XTC run of 1M atoms ~0.1-0.2 s, more than the owner needed)
+                mine = (now + self.hedge * self.sizes[idx] / rate + MARGIN_S
+                        + (w.feed_latency_s if w.fed else 0.0))
                 if t_end > mine and t_end > latest:
                     best, latest = idx, t_end
         return best
