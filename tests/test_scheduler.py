@@ -118,6 +118,32 @@ def test_a_fed_worker_duplicates_only_what_it_can_read_in_time(wait_s, duplicate
     assert send == ([0] if duplicated else [])
 
 
+def test_a_fed_owner_s_finish_leaves_out_its_wait_for_the_first_frames():
+    """The end of a warm 40-frame XTC run on 2x H200 (call 5's trace, benchmarks/NOTES.md):
+    worker 0 took 0.238 s for its first part of 10 frames, 0.167 s of it waiting for the
+    readers, and holds parts of 8, 1 and 1 frames (read already) from 0.313 s. Worker 1
+    (rate ~80 frames/s, 0.094 s of feed latency) is idle at 0.367 s: worker 0 ends the last
+    part at ~0.39 s (it did, at 0.398), so no copy; at the rate with the wait counted (42
+    frames/s) it would end at ~0.55 s and worker 1 copied it, then waited for its reading."""
+    sizes = [10, 6, 8, 1, 1]
+    s = _sched(sizes, ["gpu", "gpu"], fed=True, lookahead=30)
+    s.workers[0].outstanding.extend([0])
+    s.owners[0].add(0)
+    s.workers[1].outstanding.extend([1])
+    s.owners[1].add(1)
+    s.pending.clear()
+    s.on_ready(0, 0.075)
+    s.on_ready(1, 0.08)
+    for i in (2, 3, 4):
+        s._give(s.workers[0], i, 0.2)
+    s.workers[0].t0 = 0.075
+    won, _, send = s.on_done(0, 0, 0.238, 0.313, 0.167)
+    assert won and send == []
+    assert s.finish_times(s.workers[0], 0.367)[4] < 0.42
+    won, _, send = s.on_done(1, 1, 0.075, 0.367, 0.094)
+    assert won and send == []
+
+
 def test_fed_worker_takes_parts_ahead_only_when_asked():
     s = _sched([5, 5, 5, 5, 5], ["gpu", "gpu"], fed=True, lookahead=6)
     assert s.initial(0) == [0, 1]  # 10 frames >= lookahead 6

@@ -87,10 +87,20 @@ class WorkerState:
     # a fed worker: the longest it waited for the readers' first frames of a part (what a
     # duplicate, whose frames are read anew, costs before its first frame)
     feed_latency_s: float = 0.0
+    wait_s: float = 0.0       # a fed worker: of busy_s, the seconds it waited for frames
 
     def rate(self):
         """Frames per second measured so far (None before its first part ended)."""
         return self.frames / self.busy_s if self.busy_s > 0 and self.frames > 0 else None
+
+    def compute_rate(self):
+        """Frames per second of its own work: a fed worker's waits for the readers left
+        out (its first part's wait for the first frames would otherwise put the end of
+        parts whose frames are already read far too late); otherwise :meth:`rate`."""
+        work = self.busy_s - self.wait_s
+        if not self.fed or self.frames <= 0 or work <= 0.05 * self.busy_s:
+            return self.rate()
+        return self.frames / work
 
 
 class Scheduler:
@@ -159,6 +169,7 @@ class Scheduler:
         w = self._end(rank, idx, busy_s, now)
         if w.fed:
             w.feed_latency_s = max(w.feed_latency_s, float(wait_s))
+            w.wait_s += min(float(wait_s), float(busy_s))
         won = not self.done[idx]
         cancel = []
         if won:
@@ -198,10 +209,11 @@ class Scheduler:
 
     # -- predictions ----------------------------------------------------------------
     def finish_times(self, w, now) -> dict:
-        """``{idx: predicted end}`` of the parts `w` holds, at its measured rate (a worker
-        without one: its first part is assumed half done)."""
+        """``{idx: predicted end}`` of the parts `w` holds, at its measured rate of work
+        (:meth:`WorkerState.compute_rate`; a worker without one: its first part is assumed
+        half done)."""
         out, t = {}, now
-        rate = w.rate()
+        rate = w.compute_rate()
         for k, idx in enumerate(w.outstanding):
             size = self.sizes[idx]
             if k == 0:
