@@ -29,6 +29,10 @@ __all__ = ["NodeBackend"]
 
 #: Bytes of frame slots per fed worker (at most; see NodeBackend, Readers)
 FEED_RING_BYTES = 1 << 30
+#: seconds a warm engine's next run waits for a worker that was still busy with a
+#: cancelled copy when the last run ended (:meth:`_Pool.settle`); one that has not stopped
+#: by then is ended and replaced (a new GPU worker costs ~0.5-0.8 s: its CUDA start)
+SETTLE_S = 0.5
 
 
 @dataclass
@@ -440,6 +444,8 @@ class _NodeRun:
         """The run's processes: a warm engine's, or new ones; the readers' first frames."""
         specs, reader_specs = self.specs, self.reader_specs
         pool = self.backend._pool
+        if pool is not None:
+            pool.settle(SETTLE_S)  # workers the last run left stopping a cancelled copy
         if pool is not None and not pool.fits(specs + reader_specs):
             pool.close()  # another plan (device, readers): new processes
         live = pool.live() if pool is not None else {}
@@ -722,7 +728,7 @@ class _NodeRun:
         pool = b._pool
         if pool is not None and self.ok:
             # a warm engine keeps its processes: idle workers end the run and wait for the
-            # next; one still busy (a cancelled copy) is not waited for but ended
+            # next; one still busy (a cancelled copy) is not waited for
             busy = [w for w in self.workers if w.status == "busy"]
             pool.end_run([w for w in self.workers if w not in busy])
             # the next run may use these rings again: every process mapped them, none is
@@ -730,11 +736,13 @@ class _NodeRun:
             clean = (self.rings and (self.all_mapped or self.reused_rings) and not busy
                      and all(w.status == "idle" and w.drained for w in self.workers))
             pool.rings = dict(self.rings) if clean else {}
+            # a worker still computing a copy whose other copy counted (its part is
+            # cancelled: it stops at its next frame) is told the run is over and kept;
+            # the next run collects its answer (settle) rather than this one ending it
+            pool.end_later(busy)
             if self.tasks is not None:
                 for _ in self.readers:  # each unmaps the run's rings while it waits
                     self.tasks.put(RunOver(self.gen))
-            b._shutdown(busy, graceful=False)
-            pool.forget(busy)
         else:
             if pool is not None:
                 pool.forget(self.workers + self.readers)
@@ -847,6 +855,50 @@ class _Pool:
                     w.status, w.drained = "idle", msg.drained
                     break
         gone = [w for w in workers if w.status == "gone"]
+        NodeBackend._shutdown(gone, graceful=False)
+        self.forget(gone)
+
+    def end_later(self, workers):
+        """Tell workers still computing a cancelled copy that the run is over; they answer
+        :class:`Ended` once the copy stops (at its next frame), which :meth:`settle`
+        collects. One the message cannot reach is ended now."""
+        gone = []
+        for w in workers:
+            try:
+                w.conn.send(End())
+                w.status = "ending"
+            except (OSError, ValueError):
+                w.status = "gone"
+                gone.append(w)
+        NodeBackend._shutdown(gone, graceful=False)
+        self.forget(gone)
+
+    def settle(self, timeout):
+        """Wait up to `timeout` seconds in all for the answers of the workers told by
+        :meth:`end_later`; the messages of their cancelled copies are dropped. One that
+        has not answered by then (still in a long frame) or has ended is ended and
+        forgotten: the run starting now replaces it."""
+        ending = [w for w in self.procs.values() if w.status == "ending"]
+        if not ending:
+            return
+        deadline = time.monotonic() + timeout
+        for w in ending:
+            while True:
+                left = deadline - time.monotonic()
+                try:
+                    if not w.conn.poll(max(0.0, left)):
+                        raise OSError
+                    msg = w.conn.recv()
+                except (OSError, EOFError):
+                    w.status = "gone"
+                    break
+                if isinstance(msg, Ended):
+                    w.status = "idle"
+                    break
+                if isinstance(msg, Failed):  # (an error of a copy that did not count)
+                    w.status = "gone"
+                    break
+        gone = [w for w in ending if w.status == "gone"]
         NodeBackend._shutdown(gone, graceful=False)
         self.forget(gone)
 
