@@ -30,7 +30,8 @@ import numpy as np
 from ..engine import NO_BOX, ORTHO, Box
 from .checks import _user_stacklevel
 
-__all__ = ["BoxStatistics", "box_widths", "half_width_message", "number_densities"]
+__all__ = ["BoxStatistics", "box_widths", "half_width_error", "half_width_message",
+           "number_densities"]
 
 #: What each perpendicular width spans, for messages.
 _WIDTH_NAMES = ("a (between the b–c faces)", "b (between the c–a faces)",
@@ -78,6 +79,18 @@ def half_width_message(rmax: float, widths, triclinic: bool) -> str | None:
     )
 
 
+def half_width_error(rmax: float, box: Box, reason: str, where: str) -> str | None:
+    """The error for an analysis that needs g(r) whole up to `rmax` (a transform, an
+    integral) in a box (of frame `where`) whose half smallest perpendicular width is below
+    it, or None: `reason` says what would be wrong."""
+    half = float(np.min(box_widths(box))) / 2
+    if not rmax > half * (1 + 1e-9):
+        return None
+    return (f"{where}: range (0, {rmax:g}) reaches beyond half the smallest box width "
+            f"({half:.4g} Å): g(r) there misses pairs (minimum image), so {reason}; use "
+            f"r_max <= {half:.4g}")
+
+
 def number_densities(sizes, volume_cum, n_frames):
     r"""The frame-averaged number densities :math:`\rho = N / \langle V \rangle` (Å⁻³) of
     groups of `sizes` atoms, :math:`\langle V \rangle = ` ``volume_cum / n_frames``; None
@@ -102,7 +115,28 @@ class BoxStatistics:
 
     A subclass gives the atom counts of its densities (:meth:`_density_sizes`) and calls
     :meth:`_set_densities` in its ``_normalise``; blocks get ``block_rho`` and ``rho_sem``.
+
+    One box policy for every analysis: an RDF beyond half the smallest box width is
+    incomplete, which the run says in a warning (MDAnalysis's InterRDF computes it too);
+    an analysis whose result needs g(r) whole up to r_max (a transform, an integral) sets
+    :attr:`half_width_reason` (what would be wrong), and then a box too narrow is a
+    ``ValueError``: at construction for the current frame (:meth:`_require_half_width`)
+    and in the run for the first frame of each new box.
     """
+
+    #: None: beyond half the smallest box width warns; a text: it is an error, the text
+    #: saying what would be wrong (e.g. "the transform would be wrong")
+    half_width_reason: str | None = None
+
+    def _require_half_width(self, box: Box, where="the current frame"):
+        """Raise the error of :func:`half_width_error` for `box` when the analysis needs
+        g(r) whole (:attr:`half_width_reason`)."""
+        if self.half_width_reason is None:
+            return
+        message = half_width_error(self.rdf_settings["range"][1], box,
+                                   self.half_width_reason, where)
+        if message is not None:
+            raise ValueError(message)
 
     def _prepare(self):
         super()._prepare()
@@ -127,6 +161,7 @@ class BoxStatistics:
             # until the box changes
             volume = self._ts.volume if box.volume is None else box.volume
             seen = self._box_seen = (key, volume, box_widths(box).tolist())
+            self._require_half_width(box, f"frame {self._ts.frame}")
             self._min_widths = [min(a, b) for a, b in zip(self._min_widths, seen[2])]
         self._volume_sum += seen[1]
         return box

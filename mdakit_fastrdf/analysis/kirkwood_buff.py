@@ -39,6 +39,7 @@ import warnings
 import numpy as np
 from MDAnalysis.analysis.results import Results
 
+from ..engine import NO_BOX, prepare_box
 from .checks import EXCLUDE_SAME, _user_stacklevel
 from .declarations import Field
 from .species import SpeciesRDF
@@ -909,16 +910,6 @@ def binary_mixture(kb, density, temperature=None):
 
 
 # -- the analysis -----------------------------------------------------------------------------
-def _box_widths(dimensions):
-    """Perpendicular widths of a box ``[a, b, c, alpha, beta, gamma]``."""
-    from MDAnalysis.lib.mdamath import triclinic_vectors
-
-    h = triclinic_vectors(dimensions).astype(np.float64)
-    vol = abs(np.linalg.det(h))
-    return vol, np.array([vol / np.linalg.norm(np.cross(h[(i + 1) % 3], h[(i + 2) % 3]))
-                          for i in range(3)])
-
-
 class KirkwoodBuff(SpeciesRDF):
     r"""Kirkwood–Buff integrals of every species pair (a :class:`SpeciesRDF` that adds them).
 
@@ -1005,6 +996,9 @@ class KirkwoodBuff(SpeciesRDF):
         kb.results.kb_partial_molar_volume     # a binary mixture: Å³ per molecule
     """
 
+    #: beyond half the smallest box width is an error (boxes.BoxStatistics)
+    half_width_reason = "its KB integral would be meaningless"
+
     outputs = SpeciesRDF.outputs.extend(fields=(
         Field("kb_rdf", "", "g(r) in the KB convention, corrected", blocks=True),
         Field("kb_L", "Å", "upper limit L of the running integrals"),
@@ -1048,14 +1042,10 @@ class KirkwoodBuff(SpeciesRDF):
         if dims is None or not np.all(np.isfinite(dims)) or np.any(dims[:3] <= 0):
             raise ValueError("KirkwoodBuff needs a periodic box: the trajectory has no box "
                              "(or one of zero volume) in the current frame")
-        vol, widths = _box_widths(dims)
-        if not vol > 0:
+        box = prepare_box(dims)
+        if box.kind == NO_BOX:
             raise ValueError("KirkwoodBuff needs a periodic box of positive volume")
-        if rmax > widths.min() / 2 * (1 + 1e-9):
-            raise ValueError(
-                f"range={range!r} reaches beyond half the smallest box width "
-                f"({widths.min() / 2:.4g} Å): g(r) there misses pairs (minimum image), so "
-                f"its KB integral is meaningless; use rmax <= {widths.min() / 2:.4g}")
+        self._require_half_width(box)
         self.kb_options = {
             "correction": _choice(correction, _CORRECTIONS, "correction"),
             "weight": _choice(weight, tuple(WEIGHTS), "weight"),

@@ -185,16 +185,6 @@ def bhatia_thornton(s11, s22, s12, c1):
     return s_nn, s_nc, s_cc
 
 
-def _half_width(dims):
-    """Half the smallest perpendicular width of a box ``[a, b, c, alpha, beta, gamma]``."""
-    from MDAnalysis.lib.mdamath import triclinic_vectors
-
-    h = triclinic_vectors(np.asarray(dims, dtype=np.float64)).astype(np.float64)
-    vol = abs(np.linalg.det(h))
-    return 0.5 * min(vol / np.linalg.norm(np.cross(h[(i + 1) % 3], h[(i + 2) % 3]))
-                     for i in range(3))
-
-
 def _no_box_message(where):
     return (f"StructureFactor needs a periodic box, but {where} has none: its S(q) is a "
             "property of a periodic system (number density, reciprocal lattice). For a "
@@ -418,6 +408,9 @@ class StructureFactor(SpeciesRDF):
         sf.results.s, sf.results.s_sem, sf.results.partials
     """
 
+    #: beyond half the smallest box width is an error (boxes.BoxStatistics)
+    half_width_reason = "the transform would be wrong"
+
     coordinates = "wrapped"
     _result_arrays = 4
     outputs = SpeciesRDF.outputs.extend(fields=(
@@ -498,12 +491,7 @@ class StructureFactor(SpeciesRDF):
         dims = atomgroup.universe.trajectory.ts.dimensions
         if prepare_box(dims).kind == NO_BOX:
             raise ValueError(_no_box_message("this trajectory (current frame)"))
-        half = _half_width(dims)
-        if rmax > half * (1 + 1e-9):
-            raise ValueError(
-                f"range={range!r} reaches beyond half the smallest box width ({half:.4g} Å): "
-                f"g(r) there misses pairs (minimum image) and the transform would be wrong; "
-                f"use r_max <= {half:.4g}")
+        self._require_half_width(prepare_box(dims))
         q_lo, q_hi = _check_q_range(q_range, qbins)
         dr = rmax / self.rdf_settings["bins"]
         if q_hi > np.pi / dr * (1 + 1e-12):
@@ -580,12 +568,7 @@ class StructureFactor(SpeciesRDF):
         ts = self._ts
         if prepare_box(ts.dimensions).kind == NO_BOX:
             raise ValueError(_no_box_message(f"frame {ts.frame}"))
-        rmax = self.rdf_settings["range"][1]
-        if rmax > _half_width(ts.dimensions) * (1 + 1e-9):
-            raise ValueError(
-                f"frame {ts.frame}: range (0, {rmax:g}) reaches beyond half the smallest "
-                f"width of its box ({_half_width(ts.dimensions):.4g} Å); use a smaller r_max")
-        super()._single_frame()
+        super()._single_frame()  # (BoxStatistics checks each new box's width)
         self._store_frame("frame_volume", ts.volume)
         if self._n_direct:
             self._kspace_frame(self._buf, ts)
