@@ -21,7 +21,7 @@ from ..engine import MAX_BINS, NO_BOX, Box, prepare_box
 from .checks import check_atomgroup
 from .declarations import Command, Curve, Field, Option, OutputSpec, PlotAxes, Table
 from .scattering import _check_q, sinc_transform, species_elements, species_weights
-from .species import SpeciesRDF, _pair_index, _pair_labels, _pair_suffixes, _species_index
+from .species import SpeciesRDF, pair_index, pair_labels, pair_suffixes, species_index
 
 __all__ = ["DSINC_MAX", "DebyeScattering", "binning_error_bound"]
 
@@ -308,11 +308,11 @@ class DebyeScattering(SpeciesRDF):
             Field("binning_scale", "square of the weights' unit",
                   "(sum of |weights| over the atoms)^2, the scale of the tolerance"),
         ),
-        tables=(Table(fields=("count_uint64",), labels=lambda res: _pair_labels(res)),
+        tables=(Table(fields=("count_uint64",), labels=lambda res: pair_labels(res)),
                 Table(fields=("intensity", "binning_error"), axis="q"),
                 Table(fields=("partials", "pair_sums"), axis="q",
-                      labels=lambda res: _pair_labels(res),
-                      wide=lambda res: _pair_suffixes(res))),
+                      labels=lambda res: pair_labels(res),
+                      wide=lambda res: pair_suffixes(res))),
         csv_files={"bins": "histogram"},  # debye.csv over q, debye_histogram.csv over r
     )
     command = Command(
@@ -537,9 +537,9 @@ class DebyeScattering(SpeciesRDF):
 
     @staticmethod
     def _partial(results, a, b):
-        ia = _species_index(results.species, a)
-        ib = _species_index(results.species, b)
-        k = _pair_index(results.pairs, ia, ib)
+        ia = species_index(results.species, a)
+        ib = species_index(results.species, b)
+        k = pair_index(results.pairs, ia, ib)
         return Results(index=k, species=(results.species[ia], results.species[ib]),
                        count=results.count[k], count_uint64=results.count_uint64[k],
                        partial=results.partials[k], pair_sum=results.pair_sums[k])

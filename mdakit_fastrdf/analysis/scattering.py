@@ -152,9 +152,9 @@ def atom_elements(atomgroup) -> np.ndarray:
 def species_groups(atomgroup, by="element"):
     """``[(label, AtomGroup), ...]`` of the species of `atomgroup`, formed exactly as
     :class:`~mdakit_fastrdf.SpeciesRDF`'s ``by`` forms them (the same function; unsorted)."""
-    from .species import _group_species
+    from .species import group_species
 
-    return _group_species(atomgroup, by)
+    return group_species(atomgroup, by)
 
 
 def species_elements(groups, labels=None) -> list:

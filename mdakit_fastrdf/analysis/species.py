@@ -25,12 +25,13 @@ from .checks import (
 )
 from .declarations import BY_NORM, Curve, Field, OutputSpec, Table, histogram_fields
 
-__all__ = ["SpeciesRDF"]
+__all__ = ["SpeciesRDF", "group_species", "pair_index", "pair_labels", "pair_suffixes",
+           "species_index"]
 
 _BY_ATTR = {"element": "elements", "type": "types", "name": "names", "resname": "resnames"}
 
 
-def _group_species(atomgroup, by):
+def group_species(atomgroup, by):
     """``[(label, AtomGroup), ...]`` of the species (unsorted)."""
     from MDAnalysis.core.groups import AtomGroup
 
@@ -268,7 +269,7 @@ class SpeciesRDF(BoxStatistics, PairHistogramBase):
         ) + BOX_FIELDS,
         tables=(
             Table(fields=("rdf", "count_uint64", "cdf", "coordination"),
-                  labels=lambda res: _pair_labels(res)),
+                  labels=lambda res: pair_labels(res)),
             Table(fields=("total_rdf", "total_count_uint64"),
                   columns={"total_count_uint64": "count", "total_rdf": "rdf"},
                   labels=lambda res: {"pair": (["total"], ""), "species_a": (["*"], ""),
@@ -305,7 +306,7 @@ class SpeciesRDF(BoxStatistics, PairHistogramBase):
             raise TypeError(f"exclude_self must be True or False, got {exclude_self!r}")
         self.exclude_self = bool(exclude_self)
 
-        species = _group_species(atomgroup, by)
+        species = group_species(atomgroup, by)
         from MDAnalysis.core.groups import UpdatingAtomGroup
 
         for label, ag in species:
@@ -418,12 +419,12 @@ class SpeciesRDF(BoxStatistics, PairHistogramBase):
         if pairs is None:
             chosen = [(int(a), int(b)) for a, b in results.pairs]
         else:
-            chosen = [(_species_index(species, a), _species_index(species, b)) for a, b in pairs]
+            chosen = [(species_index(species, a), species_index(species, b)) for a, b in pairs]
         self_pairs = (not parameters.get("exclude_self") and not parameters.get("exclude_same")
                       and float(parameters["range"][0]) == 0.0)
         curves = []
         for ia, ib in chosen:
-            k = _pair_index(results.pairs, ia, ib)
+            k = pair_index(results.pairs, ia, ib)
             y = np.array(results.rdf[k], dtype=np.float64)
             if pairs is None and ia == ib and self_pairs:
                 y[0] = np.nan
@@ -445,9 +446,9 @@ class SpeciesRDF(BoxStatistics, PairHistogramBase):
     @staticmethod
     def _partial(results, a, b):
         """The partial of species `a` with species `b` of `results` (see :meth:`partial`)."""
-        ia = _species_index(results.species, a)
-        ib = _species_index(results.species, b)
-        k = _pair_index(results.pairs, ia, ib)
+        ia = species_index(results.species, a)
+        ib = species_index(results.species, b)
+        k = pair_index(results.pairs, ia, ib)
         return Results(
             index=k,
             species=(results.species[ia], results.species[ib]),
@@ -475,7 +476,7 @@ class SpeciesRDF(BoxStatistics, PairHistogramBase):
 
 
 
-def _species_index(species, label):
+def species_index(species, label):
     """Index of species `label` (a string label matches case-insensitively when that is
     unambiguous)."""
     for k, s in enumerate(species):
@@ -488,7 +489,7 @@ def _species_index(species, label):
     raise KeyError(f"no species {label!r}; the species are {species!r}")
 
 
-def _pair_index(pairs, a, b):
+def pair_index(pairs, a, b):
     """Row of the species pair (a, b) (in either order)."""
     pairs = np.asarray(pairs)
     hit = np.flatnonzero(((pairs[:, 0] == a) & (pairs[:, 1] == b))
@@ -496,7 +497,7 @@ def _pair_index(pairs, a, b):
     return int(hit[0])
 
 
-def _pair_labels(res):
+def pair_labels(res):
     """CSV label columns of the partials: pair index and the two species."""
     species = [str(s) for s in res.species]
     return {
@@ -507,7 +508,7 @@ def _pair_labels(res):
     }
 
 
-def _pair_suffixes(res):
+def pair_suffixes(res):
     """CSV column suffixes of the species pairs in a wide table: ``O_H`` (``partials_O_H``)."""
     species = [str(s) for s in res.species]
     return [f"{species[i]}_{species[j]}" for i, j in res.pairs]

@@ -22,7 +22,7 @@ from ..engine import NO_BOX, prepare_box
 from .base import frame_sum, shell_volumes
 from .declarations import Command, Curve, Field, Option, Table
 from .scattering import sinc_transform, species_elements, species_weights
-from .species import SpeciesRDF, _pair_index, _pair_labels, _pair_suffixes, _species_index
+from .species import SpeciesRDF, pair_index, pair_labels, pair_suffixes, species_index
 
 __all__ = ["StructureFactor", "bhatia_thornton", "cosine_window", "faber_ziman_total",
            "lorch_window"]
@@ -435,7 +435,7 @@ class StructureFactor(SpeciesRDF):
     ), tables=(
         Table(fields=("s", "f", "s_transform", "s_direct", "s_nn", "s_nc", "s_cc"), axis="q"),
         Table(fields=("partials", "partials_transform", "partials_direct"), axis="q",
-              labels=lambda res: _pair_labels(res), wide=lambda res: _pair_suffixes(res)),
+              labels=lambda res: pair_labels(res), wide=lambda res: pair_suffixes(res)),
     ), csv_files={"bins": "gr"})  # sq.csv over q, sq_gr.csv the partial g(r) over r
     command = Command(
         name="sq",
@@ -650,7 +650,7 @@ class StructureFactor(SpeciesRDF):
                "density": n_total / volume, "q_crossover": self.q_crossover,
                "n_kvectors": n_k}
         if len(n_atoms) == 2:
-            k11, k22, k12 = (_pair_index(self._pairs, i, j) for i, j in ((0, 0), (1, 1), (0, 1)))
+            k11, k22, k12 = (pair_index(self._pairs, i, j) for i, j in ((0, 0), (1, 1), (0, 1)))
             out["s_nn"], out["s_nc"], out["s_cc"] = bhatia_thornton(
                 partials[k11], partials[k22], partials[k12], conc[0])
         return out
@@ -692,8 +692,8 @@ class StructureFactor(SpeciesRDF):
         if pairs == "all":
             pairs = [(species[i], species[j]) for i, j in results.pairs]
         for pa, pb in pairs or ():
-            k = _pair_index(results.pairs, _species_index(species, pa),
-                            _species_index(species, pb))
+            k = pair_index(results.pairs, species_index(species, pa),
+                            species_index(species, pb))
             sem = results.partials_sem[k] if "partials_sem" in results else None
             curves.append(Curve(f"S$_{{{pa}{pb}}}$", results.partials[k], sem))
         if total:
