@@ -18,8 +18,6 @@ See "Adding an analysis" in the design page of the docs for a worked example.
 
 from __future__ import annotations
 
-import functools
-import numbers
 import os
 import warnings
 from dataclasses import dataclass
@@ -43,6 +41,19 @@ from ..engine import (
     validate_n_threads,
     validate_precision,
 )
+
+# the shells' maths and the blocks' and parts' merging, one file each; their names are this
+# module's too (the documented paths, mdakit_fastrdf.analysis.base.*)
+from .blocks import (  # noqa: F401
+    MIN_BLOCKS,
+    block_plan,
+    block_sem,
+    concatenate_parts,
+    few_blocks_message,
+    frame_sum,
+    same_in_every_part,
+    sum_parts,
+)
 from .checks import (
     _user_stacklevel,
     check_keywords,
@@ -52,6 +63,7 @@ from .checks import (
 )
 from .coords import COORDINATE_MODES, prepare_coordinates
 from .declarations import Curve, OutputSpec, output_function, register
+from .histograms import _bin_edges, histogram_edges, normalise_counts, shell_volumes  # noqa: F401
 from .parameters import run_parameters
 
 __all__ = ["PairHistogramBase", "PairLayout", "block_plan", "block_sem", "frame_sum",
@@ -86,141 +98,6 @@ def available_memory_bytes():
     except OSError:  # pragma: no cover - not Linux
         pass
     return None
-
-
-def shell_volumes(edges):
-    r"""Volumes :math:`\frac{4}{3}\pi(r_{k+1}^3 - r_k^3)` of the spherical shells of ``edges``
-    (computed as MDAnalysis does)."""
-    vols = np.power(edges, 3)
-    return 4 / 3 * np.pi * np.diff(vols)
-
-
-@functools.lru_cache(maxsize=64)
-def _bin_edges(nbins, rmin, rmax):
-    edges = np.histogram_bin_edges([-1], bins=nbins, range=(rmin, rmax))
-    edges.setflags(write=False)
-    return edges
-
-
-def histogram_edges(nbins, rng):
-    """``numpy.histogram``'s edges (as MDAnalysis builds them) and the bin centres
-    (``numpy.histogram_bin_edges``: the same function of NumPy computes both; kept for the
-    last few ranges, ~30-60 µs a run)."""
-    rmin, rmax = rng
-    edges = _bin_edges(nbins, rmin, rmax).copy()
-    return edges, 0.5 * (edges[:-1] + edges[1:])
-
-
-def normalise_counts(count, norm, n_frames, edges, volume_cum=None, n_pairs=1):
-    r"""The histogram `count` (bins last) normalised as MDAnalysis's ``InterRDF`` does.
-
-    .. math::
-
-        g_\mathrm{rdf}(r_k) = \frac{n_k}{N_\mathrm{frames}\, V_k\, N_\mathrm{pairs} /
-        \langle V \rangle}, \qquad
-        g_\mathrm{density}(r_k) = \frac{n_k}{N_\mathrm{frames}\, V_k}, \qquad
-        g_\mathrm{none}(r_k) = \frac{n_k}{N_\mathrm{frames}}
-
-    with :math:`V_k` the shell volumes (:func:`shell_volumes`) and :math:`\langle V \rangle =`
-    ``volume_cum / n_frames``. `n_pairs` is a number or one number per leading row of
-    `count`. The operations are MDAnalysis's, in its order, so the values are its bit for
-    bit.
-    """
-    factor = n_frames
-    if norm in ("rdf", "density"):
-        factor = factor * shell_volumes(edges)
-    if norm == "rdf":
-        box_vol = volume_cum / n_frames
-        n_pairs = np.asarray(n_pairs, dtype=np.float64)
-        factor = factor * ((n_pairs[..., None] if n_pairs.ndim else n_pairs) / box_vol)
-    return count / factor
-
-
-def block_plan(blocks, n_frames):
-    """The block of each of the `n_frames` frames of a run: `blocks` consecutive blocks
-    whose sizes differ by at most one frame (as :func:`numpy.array_split` splits)."""
-    if isinstance(blocks, bool) or not isinstance(blocks, numbers.Integral):
-        raise TypeError(f"blocks must be an integer, got {blocks!r}")
-    if blocks < 2:
-        raise ValueError(f"blocks must be at least 2 to estimate an error, got {blocks}")
-    if blocks > n_frames:
-        raise ValueError(
-            f"blocks={blocks} is more than the {n_frames} frames of the run: each block needs "
-            f"at least one frame"
-        )
-    sizes = [len(part) for part in np.array_split(np.arange(n_frames), blocks)]
-    return np.repeat(np.arange(blocks), sizes)
-
-
-#: Fewer blocks than this give an error bar that means little (``run`` warns).
-MIN_BLOCKS = 4
-#: Two-sided 95 % Student t factors for B - 1 = 1, 2, 3 degrees of freedom.
-_T95 = {1: 12.71, 2: 4.30, 3: 3.18}
-
-
-def few_blocks_message(blocks):
-    r"""The warning for ``run(blocks=B)`` with :math:`B <` :data:`MIN_BLOCKS`, or None.
-
-    The standard error of :math:`B` block means has :math:`B - 1` degrees of freedom: its
-    own relative uncertainty is about :math:`1/\sqrt{2(B - 1)}` (71 % for two blocks,
-    41 % for four), and a 95 % interval is :math:`\pm t_{0.975, B-1}` standard errors
-    (12.7 for two blocks, 4.3 for three, 3.2 for four), not :math:`\pm 1.96`."""
-    if blocks >= MIN_BLOCKS:
-        return None
-    dof = blocks - 1
-    return (f"blocks={blocks}: an error bar from fewer than {MIN_BLOCKS} blocks means little: "
-            f"it has {dof} degree(s) of freedom, so it is itself uncertain by about "
-            f"{100 / np.sqrt(2 * dof):.0f} %, and a 95 % interval is +-{_T95[dof]} standard "
-            f"errors, not +-1.96. Use at least {MIN_BLOCKS} blocks (blocks={MIN_BLOCKS} or "
-            f"more), each longer than the correlation time of what you look at")
-
-
-def block_sem(values):
-    r"""Standard error of the mean over blocks (axis 0):
-    :math:`\sqrt{\sum_b (x_b - \bar x)^2 / (B (B - 1))}`."""
-    values = np.asarray(values, dtype=np.float64)
-    return values.std(axis=0, ddof=1) / np.sqrt(values.shape[0])
-
-
-def sum_parts(values):
-    """Aggregate the workers' counts (ResultsGroup lookup): arrays are summed; lists of
-    arrays item by item, in place into a copy of the first part's arrays (one extra set of
-    histograms at most; a single part is handed on uncopied)."""
-    if not isinstance(values[0], list):
-        return np.sum(values, axis=0)
-    if len(values) == 1:
-        return list(values[0])
-    out = []
-    for arrays in zip(*values):
-        acc = np.array(arrays[0], copy=True)
-        for a in arrays[1:]:
-            acc += a
-        out.append(acc)
-    return out
-
-
-def frame_sum(rows):
-    """The sum of per-frame `rows` (axis 0), added one frame after the other in the order
-    of the rows (frame order, as the base hands them over): the same floating-point
-    operations whatever backend or split computed the rows, hence the same bits."""
-    rows = np.asarray(rows, dtype=np.float64)
-    acc = np.zeros(rows.shape[1:], dtype=np.float64)
-    for row in rows:
-        acc += row
-    return acc
-
-
-def same_in_every_part(values):
-    """Aggregate a result every worker computes alike (the bin edges and centres): the first
-    part's. (A mean of the parts, MDAnalysis's choice, can change the last bit: with three
-    parts (e + e + e) / 3 need not be e.)"""
-    return values[0]
-
-
-def concatenate_parts(values):
-    """Aggregate the workers' per-frame rows (ResultsGroup lookup): joined along axis 0
-    (the base puts them in frame order afterwards)."""
-    return np.concatenate([np.asarray(v) for v in values], axis=0)
 
 
 @dataclass

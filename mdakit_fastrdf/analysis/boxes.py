@@ -228,7 +228,7 @@ class BoxStatistics:
                                                              full.block_n_frames)]
         if any(r is None for r in rows):
             return
-        from .base import block_sem
+        from .blocks import block_sem
 
         full.block_rho = np.stack(rows)
         full.rho_sem = block_sem(full.block_rho)

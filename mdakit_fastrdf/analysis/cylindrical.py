@@ -27,7 +27,8 @@ import numpy as np
 from MDAnalysis.core.groups import AtomGroup
 
 from ..engine import NO_BOX
-from .base import PairLayout, frame_sum
+from .base import PairLayout
+from .blocks import frame_sum
 from .centres import CompoundCentres, compound_centres
 from .checks import check_atomgroup, is_updating
 from .declarations import Command, Field, Option, OutputSpec, Table, histogram_fields

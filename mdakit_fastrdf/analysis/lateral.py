@@ -34,7 +34,8 @@ import numbers
 import numpy as np
 
 from ..engine import NO_BOX, ORTHO, ORTHO_SLAB, TRICLINIC_SLAB, Box
-from .base import PairHistogramBase, frame_sum
+from .base import PairHistogramBase
+from .blocks import frame_sum
 from .coords import prepare_coordinates
 from .declarations import Field, OutputSpec, Table, histogram_fields
 from .rdf import InterRDF

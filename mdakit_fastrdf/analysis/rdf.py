@@ -12,7 +12,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .base import PairHistogramBase, PairLayout, frame_sum
+from .base import PairHistogramBase, PairLayout
+from .blocks import frame_sum
 from .boxes import BOX_FIELDS, BoxStatistics
 from .centres import CompoundCentres, check_connected, compound_centres  # noqa: F401
 from .checks import (
@@ -942,7 +943,7 @@ class InterRDF(BoxStatistics, PairHistogramBase):
         cn = running_coordination(np.asarray(results.count, dtype=np.float64), n_frames, n_a)
         cn_sem = None
         if "block_count_uint64" in results:
-            from .base import block_sem
+            from .blocks import block_sem
 
             per_block = running_coordination(
                 results.block_count_uint64.astype(np.float64), results.block_n_frames[:, None],

@@ -6,7 +6,8 @@ import warnings
 
 import numpy as np
 
-from .base import PairHistogramBase, PairLayout, available_memory_bytes, block_sem
+from .base import PairHistogramBase, PairLayout, available_memory_bytes
+from .blocks import block_sem
 from .boxes import BOX_FIELDS, BoxStatistics
 from .checks import check_atomgroup, check_norm, check_normalization_mode
 from .coords import prepare_coordinates

@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from MDAnalysis.analysis.results import Results
 
-from .base import PairHistogramBase, PairLayout, block_sem
+from .base import PairHistogramBase, PairLayout
+from .blocks import block_sem
 from .boxes import BOX_FIELDS, BoxStatistics
 from .checks import (
     EXCLUDE_SAME,

@@ -19,8 +19,9 @@ import numbers
 import numpy as np
 
 from ..engine import NO_BOX, prepare_box
-from .base import frame_sum, shell_volumes
+from .blocks import frame_sum
 from .declarations import Command, Curve, Field, Option, Table
+from .histograms import shell_volumes
 from .scattering import sinc_transform, species_elements, species_weights
 from .species import SpeciesRDF, pair_index, pair_labels, pair_suffixes, species_index
 
