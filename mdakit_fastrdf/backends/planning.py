@@ -143,16 +143,7 @@ def plan_workers(topology: NodeTopology, *, device="auto", gpus=_AUTO, cpu_worke
             f"gpu_start_method must be 'auto', 'spawn' or 'forkserver', got "
             f"{gpu_start_method!r}: "
             "CUDA cannot be used in a process forked from one that may have used it")
-    import multiprocessing as mp
-
-    cpu_method = start_method or ("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-    if gpu_start_method == "auto":
-        # fork (milliseconds, no imports, no main guard) while nothing in this process has
-        # used CUDA, which a forked child could not use; else spawn (~1 s: a new interpreter)
-        from ..engine import cuda_used_in_this_process
-
-        gpu_start_method = ("fork" if "fork" in mp.get_all_start_methods()
-                            and not cuda_used_in_this_process() else "spawn")
+    cpu_method, gpu_start_method = _start_methods(start_method, gpu_start_method)
 
     device = str(device)
     if device == "cpu":
@@ -215,19 +206,8 @@ def plan_workers(topology: NodeTopology, *, device="auto", gpus=_AUTO, cpu_worke
         n_cores = sum(len(f) for f in free)
         gpu_threads = max(1, min(2, n_cores // (4 * max(1, len(gpu_ids)) * workers_per_gpu))
                           ) if fed else 1
-    specs = []
-    for k, gid in [(k, gid) for k, gid in enumerate(gpu_ids) for _ in range(workers_per_gpu)]:
-        order = sorted(range(len(free)), key=lambda g: (-len(free[g]), (g - k) % len(free)))
-        g = order[0]
-        if free[g]:
-            cores = [free[g].pop() for _ in range(min(gpu_threads, len(free[g])))]
-            cpus = tuple(sorted(c for core in cores for c in core))
-        else:  # more GPUs than cores: share the group
-            cores = [()]
-            cpus = tuple(c for c in topology.groups[k % len(free)].cpus)
-        specs.append(WorkerSpec(
-            len(specs), "gpu", f"cuda:{gid}", cpus, len(cores), gpu_start_method,
-            engine_device="cpu" if gpu_standin else f"cuda:{gid}"))
+    specs = _gpu_workers(topology, free, gpu_ids, workers_per_gpu, gpu_threads,
+                         gpu_start_method, gpu_standin)
 
     # readers: logical CPUs of the free cores, taken in turn from the groups
     kept = [[] for _ in free]  # cores kept for the CPU workers of a hybrid plan
@@ -246,58 +226,12 @@ def plan_workers(topology: NodeTopology, *, device="auto", gpus=_AUTO, cpu_worke
             use_cpu = False  # the free CPUs read for the GPUs
     else:
         n_readers = readers
-    reader_cpus = []
-    if n_readers:
-        order = [list(f) for f in free]
-        while len(reader_cpus) < n_readers and any(order):
-            for g, cores in enumerate(order):
-                if cores and len(reader_cpus) < n_readers:
-                    core = cores.pop(0)
-                    free[g].remove(core)
-                    reader_cpus.extend(core[: n_readers - len(reader_cpus)])
-        if not reader_cpus:  # every core went to GPU workers: readers share them
-            reader_cpus = [c for s in specs for c in s.cpus][:1]
-        k = 0
-        while len(reader_cpus) < n_readers:  # more readers than free CPUs: they share them
-            reader_cpus.append(reader_cpus[k])
-            k += 1
-        if not specs and not any(free):
-            # a CPU-only node whose cores all read: the CPU worker shares them (its kernel
-            # waits for frames most of the time, which is why one asks for so many readers)
-            cores = [core for g in topology.groups
-                     for core in (g.cores or [(c,) for c in g.cpus])]
-            free = [cores]
+    reader_cpus, free = _reader_cpus(topology, free, specs, n_readers)
     for g, cores in enumerate(kept):
         free[g].extend(reversed(cores))
     if use_cpu:
-        n_free = [len(f) for f in free]
-        total_free = sum(n_free)
-        if cpu_workers == _AUTO:
-            per_group = [min(2, n) for n in n_free]
-            if n_workers is not None:
-                per_group = _spread(n_workers - len(specs), n_free)
-        else:
-            if n_workers is not None and n_workers != len(specs) + cpu_workers:
-                raise ValueError(
-                    f"n_workers={n_workers} but {len(specs)} GPU worker(s) + cpu_workers="
-                    f"{cpu_workers}; give one of them, or make them agree")
-            if cpu_workers > total_free:
-                raise ValueError(
-                    f"cpu_workers={cpu_workers}, but only {total_free} core(s) are free for "
-                    f"CPU workers ({len(specs)} reserved for GPU workers); use at most "
-                    f"{total_free} or 'auto'")
-            per_group = _spread(cpu_workers, n_free)
-        for g, n in enumerate(per_group):
-            if n <= 0:
-                continue
-            cores = free[g]
-            for j in range(n):
-                lo, hi = (j * len(cores)) // n, ((j + 1) * len(cores)) // n
-                block = cores[lo:hi]
-                cpus = tuple(c for core in block for c in core)
-                threads = len(block) if threads_per_worker == _AUTO else threads_per_worker
-                specs.append(WorkerSpec(len(specs), "cpu", "cpu", cpus, max(1, threads),
-                                        cpu_method, engine_device="cpu"))
+        specs += _cpu_workers(free, len(specs), cpu_workers, n_workers, threads_per_worker,
+                              cpu_method)
     for c in reader_cpus:
         specs_r = WorkerSpec(len(specs), "reader", "cpu", (c,), 1, cpu_method, engine_device="cpu")
         specs.append(specs_r)
@@ -306,6 +240,107 @@ def plan_workers(topology: NodeTopology, *, device="auto", gpus=_AUTO, cpu_worke
             "no workers could be planned: no GPU and no free core "
             f"(topology: {len(topology.groups)} group(s), {topology.n_cpus} cpu(s), "
             f"{topology.n_gpus} GPU(s))")
+    return specs
+
+
+def _start_methods(start_method, gpu_start_method):
+    """``(CPU workers' and readers' start method, GPU workers')``: fork (milliseconds, no
+    imports, no main guard) where the system has it, unless asked otherwise; for GPU
+    workers ('auto') fork only while nothing in this process has used CUDA, which a forked
+    child could not use, else spawn (~1 s: a new interpreter)."""
+    import multiprocessing as mp
+
+    cpu_method = start_method or ("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+    if gpu_start_method == "auto":
+        from ..engine import cuda_used_in_this_process
+
+        gpu_start_method = ("fork" if "fork" in mp.get_all_start_methods()
+                            and not cuda_used_in_this_process() else "spawn")
+    return cpu_method, gpu_start_method
+
+
+def _gpu_workers(topology, free, gpu_ids, workers_per_gpu, gpu_threads, start_method,
+                 standin):
+    """The GPU workers' specs, each on `gpu_threads` cores taken (from `free`, which
+    loses them) from the group with the most free cores, in turn from the GPU's index."""
+    specs = []
+    for k, gid in [(k, gid) for k, gid in enumerate(gpu_ids) for _ in range(workers_per_gpu)]:
+        order = sorted(range(len(free)), key=lambda g: (-len(free[g]), (g - k) % len(free)))
+        g = order[0]
+        if free[g]:
+            cores = [free[g].pop() for _ in range(min(gpu_threads, len(free[g])))]
+            cpus = tuple(sorted(c for core in cores for c in core))
+        else:  # more GPUs than cores: share the group
+            cores = [()]
+            cpus = tuple(c for c in topology.groups[k % len(free)].cpus)
+        specs.append(WorkerSpec(
+            len(specs), "gpu", f"cuda:{gid}", cpus, len(cores), start_method,
+            engine_device="cpu" if standin else f"cuda:{gid}"))
+    return specs
+
+
+def _reader_cpus(topology, free, specs, n_readers):
+    """``(one logical CPU per reader, the free cores left)``: the free cores' CPUs taken in
+    turn from the groups; readers share CPUs when there are more readers than free CPUs
+    (the GPU workers' when every core went to them)."""
+    reader_cpus = []
+    if not n_readers:
+        return reader_cpus, free
+    order = [list(f) for f in free]
+    while len(reader_cpus) < n_readers and any(order):
+        for g, cores in enumerate(order):
+            if cores and len(reader_cpus) < n_readers:
+                core = cores.pop(0)
+                free[g].remove(core)
+                reader_cpus.extend(core[: n_readers - len(reader_cpus)])
+    if not reader_cpus:  # every core went to GPU workers: readers share them
+        reader_cpus = [c for s in specs for c in s.cpus][:1]
+    k = 0
+    while len(reader_cpus) < n_readers:  # more readers than free CPUs: they share them
+        reader_cpus.append(reader_cpus[k])
+        k += 1
+    if not specs and not any(free):
+        # a CPU-only node whose cores all read: the CPU worker shares them (its kernel
+        # waits for frames most of the time, which is why one asks for so many readers)
+        cores = [core for g in topology.groups
+                 for core in (g.cores or [(c,) for c in g.cpus])]
+        free = [cores]
+    return reader_cpus, free
+
+
+def _cpu_workers(free, n_gpu, cpu_workers, n_workers, threads_per_worker, start_method):
+    """The CPU workers' specs (ranks from `n_gpu` on): two per group ('auto'), or
+    `cpu_workers` (or what `n_workers` leaves) spread over the groups, each on a contiguous
+    block of that group's free cores."""
+    n_free = [len(f) for f in free]
+    total_free = sum(n_free)
+    if cpu_workers == _AUTO:
+        per_group = [min(2, n) for n in n_free]
+        if n_workers is not None:
+            per_group = _spread(n_workers - n_gpu, n_free)
+    else:
+        if n_workers is not None and n_workers != n_gpu + cpu_workers:
+            raise ValueError(
+                f"n_workers={n_workers} but {n_gpu} GPU worker(s) + cpu_workers="
+                f"{cpu_workers}; give one of them, or make them agree")
+        if cpu_workers > total_free:
+            raise ValueError(
+                f"cpu_workers={cpu_workers}, but only {total_free} core(s) are free for "
+                f"CPU workers ({n_gpu} reserved for GPU workers); use at most "
+                f"{total_free} or 'auto'")
+        per_group = _spread(cpu_workers, n_free)
+    specs = []
+    for g, n in enumerate(per_group):
+        if n <= 0:
+            continue
+        cores = free[g]
+        for j in range(n):
+            lo, hi = (j * len(cores)) // n, ((j + 1) * len(cores)) // n
+            block = cores[lo:hi]
+            cpus = tuple(c for core in block for c in core)
+            threads = len(block) if threads_per_worker == _AUTO else threads_per_worker
+            specs.append(WorkerSpec(n_gpu + len(specs), "cpu", "cpu", cpus, max(1, threads),
+                                    start_method, engine_device="cpu"))
     return specs
 
 
