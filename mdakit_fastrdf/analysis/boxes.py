@@ -216,12 +216,18 @@ class BoxStatistics:
         if rho is not None:
             res.rho = rho
 
+    #: whether ``results.rho`` is N / <V> (three-dimensional): then the blocks' densities
+    #: come from their summed volumes here; an analysis whose densities are of another
+    #: kind (LateralRDF's per area) gives its blocks' ``rho`` in its ``_normalise``
+    volume_densities: bool = True
+
     def _conclude_blocks(self):
         """The base's blocks, and ``block_rho`` / ``rho_sem`` from the blocks' own frames
-        and summed volumes."""
+        and summed volumes (when :attr:`volume_densities`)."""
         super()._conclude_blocks()
         full = self.results
-        if "rho" not in full or "block_volume_cum" not in full:
+        if (not self.volume_densities or "rho" not in full
+                or "block_volume_cum" not in full):
             return
         sizes = self._density_sizes()
         rows = [number_densities(sizes, v, n) for v, n in zip(full.block_volume_cum,

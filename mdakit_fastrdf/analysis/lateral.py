@@ -34,7 +34,6 @@ import numbers
 import numpy as np
 
 from ..engine import NO_BOX, ORTHO, ORTHO_SLAB, TRICLINIC_SLAB, Box
-from .base import PairHistogramBase
 from .blocks import frame_sum
 from .coords import prepare_coordinates
 from .declarations import Field, OutputSpec, Table, histogram_fields
@@ -217,6 +216,10 @@ class LateralRDF(InterRDF):
     :meth:`run` raises a ValueError naming the frame. Beyond half the smallest in-plane
     width of the box the RDF is incomplete, and :meth:`run` warns once.
     """
+
+    #: the blocks' in-plane densities come from _normalise (a declared block field), not
+    #: from BoxStatistics's box volumes
+    volume_densities = False
 
     coordinates = "wrapped"
     #: ``mdakit-fastrdf --lateral AXIS``: a variant of InterRDF's command (:mod:`.rdf_command`)
@@ -436,8 +439,3 @@ class LateralRDF(InterRDF):
             out.update(slab=self._slab_h, distance=self.distance)
         return out
 
-    def _conclude_blocks(self):
-        # the base's blocks, each normalised by _normalise, which gives the in-plane rho of
-        # the block (a declared block field); BoxStatistics's block_rho, three-dimensional
-        # densities from the box volumes, would not match it
-        PairHistogramBase._conclude_blocks(self)
