@@ -663,8 +663,15 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
                 f"(nbins), fewer species or fewer threads (n_threads)"
             )
 
+    def _needs_box_volume(self) -> bool:
+        """Whether a frame without a box is an error (the normalisation needs its volume):
+        ``norm='rdf'``. An analysis whose normalisation needs the box only in some of its
+        modes says so here, and checks what it needs itself."""
+        return self.norm == "rdf"
+
     def _frame_box(self) -> Box:
-        """The checked box of the current frame; norm='rdf' without a box is an error.
+        """The checked box of the current frame; a frame without one is an error when the
+        normalisation needs its volume (:meth:`_needs_box_volume`).
 
         Called once at the start of each frame; with blocks it also counts the frame and its
         box volume in the frame's block."""
@@ -675,7 +682,7 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
             b = self._local_blocks[self._frame_index]
             self.results.block_n_frames[b] += 1
             self.results.block_volume_cum[b] += ts.volume if box.kind != NO_BOX else 0.0
-        if self.norm == "rdf" and box.kind == NO_BOX:
+        if box.kind == NO_BOX and self._needs_box_volume():
             raise ValueError(
                 "norm='rdf' needs the box volume, but this trajectory has no box "
                 f"(frame {ts.frame}: dimensions={ts.dimensions}). Use norm='density' or "

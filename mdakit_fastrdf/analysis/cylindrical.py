@@ -380,16 +380,14 @@ class CylindricalRDF(LateralRDF):
                     "axis (orthorhombic, hexagonal or any box with alpha = beta = 90°)")
         return plane
 
+    def _needs_box_volume(self):
+        # g needs no box with density='cylinder'; what the box is needed for is checked in
+        # _frame_box
+        return False
+
     def _frame_box(self):
-        # The base checks that norm='rdf' has a box, for the box volumes of InterRDF's
-        # normalisation; here g needs none with density='cylinder', and what the box is
-        # needed for is checked below. The counts do not depend on norm.
         norm = self.norm
-        self.norm = "none"
-        try:
-            box = super()._frame_box()
-        finally:
-            self.norm = norm
+        box = super()._frame_box()
         if box.kind == NO_BOX:
             if norm == "rdf" and self.density == "box":
                 raise ValueError(
