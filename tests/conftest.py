@@ -65,6 +65,35 @@ import MDAnalysis as mda  # noqa: E402
 from MDAnalysis.coordinates.memory import MemoryReader  # noqa: E402
 
 # --------------------------------------------------------------------------------------
+# Hypothesis profiles
+# --------------------------------------------------------------------------------------
+# Chosen with the environment variable HYPOTHESIS_PROFILE:
+#   default   30 examples per property test, no deadline (a frame's runtime depends on
+#             what was drawn, so a deadline would only flake);
+#   thorough  ten times as many, for a longer local search:
+#             HYPOTHESIS_PROFILE=thorough python -m pytest tests/test_slab.py
+# A test that needs another count than the profile's asks for ``examples(n)``: n under the
+# default profile, scaled like the profile otherwise.
+
+DEFAULT_EXAMPLES = 30
+
+try:
+    from hypothesis import settings as _hypothesis_settings
+except ImportError:  # pragma: no cover - the docs/README tests run without hypothesis
+    _hypothesis_settings = None
+else:
+    _hypothesis_settings.register_profile("default", max_examples=DEFAULT_EXAMPLES,
+                                          deadline=None)
+    _hypothesis_settings.register_profile("thorough", max_examples=10 * DEFAULT_EXAMPLES,
+                                          deadline=None)
+    _hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+def examples(n):
+    """``n`` examples under the default profile, scaled like the loaded profile."""
+    return max(1, n * _hypothesis_settings.default.max_examples // DEFAULT_EXAMPLES)
+
+# --------------------------------------------------------------------------------------
 # Box geometry
 # --------------------------------------------------------------------------------------
 

@@ -441,8 +441,7 @@ def _systems(draw):
     return dims, n1, n2, same, nbins, (float(rmin), float(rmax)), seed
 
 
-@settings(max_examples=30, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(_systems())
 def test_hypothesis_random_systems(system):
     """Arbitrary small systems, boxes (including skewed triclinic cells and ranges larger

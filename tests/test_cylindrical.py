@@ -20,7 +20,7 @@ from conftest import (
     random_positions_in_box,
     reference_edges,
 )
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from MDAnalysis.lib.mdamath import triclinic_vectors
 
@@ -109,7 +109,6 @@ def test_counts_equal_the_brute_force(box, axis, precision):
     np.testing.assert_array_equal(r.results.frame_origin, [origin] * 3)
 
 
-@settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1), box=st.sampled_from(sorted(BOXES) + ["none"]),
        axis=st.sampled_from(["x", "y", "z", "vector"]), where=st.sampled_from(
            ["origin", "refgroup", "centre"]),

@@ -6,7 +6,7 @@ import MDAnalysis as mda
 import numpy as np
 import pytest
 from conftest import datafile, load_universe, requires_gpu
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from scipy.spatial.distance import pdist
 
@@ -316,7 +316,6 @@ def test_adk_protein_matches_pdist():
     assert np.all(err / ref < 2e-4)
 
 
-@settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1), n=st.integers(2, 60),
        n_species=st.integers(1, 4), q_max=st.floats(0.2, 4.0),
        duplicate=st.booleans(), precision=st.sampled_from(["double", "single"]))

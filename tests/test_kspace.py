@@ -17,7 +17,7 @@ import pickle
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from mdakit_fastrdf.engine import _cpu_module, _cuda_module
@@ -146,7 +146,6 @@ def test_error_bound_against_extended_precision():
     assert err <= 1e-13, err  # measured 0.9-1.6e-14, as NumPy's float64 sum (benchmarks/NOTES.md)
 
 
-@settings(max_examples=40, deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),
     sizes=st.lists(st.integers(0, 40), min_size=1, max_size=4).filter(lambda s: sum(s) > 0),

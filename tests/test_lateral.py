@@ -18,7 +18,7 @@ from conftest import (
     reference_edges,
     requires_gpu,
 )
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from MDAnalysis.lib.mdamath import triclinic_vectors
 
@@ -99,7 +99,6 @@ def test_counts_equal_the_2d_brute_force(box, normal, precision):
     assert r.results.count.sum() > 0
 
 
-@settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1), box=st.sampled_from(sorted(BOXES)),
        rmax=st.floats(2.0, 10.5), nbins=st.integers(1, 60), same=st.booleans())
 def test_hypothesis_frames(seed, box, rmax, nbins, same):

@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 import pytest
 from conftest import make_universe, random_positions_in_box, reference_edges, requires_gpu
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from MDAnalysis.lib.mdamath import triclinic_vectors
 
@@ -92,7 +92,6 @@ def test_counts_equal_the_brute_force(box, normal, distance, method):
     assert ref.sum() > 100
 
 
-@settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1), rmax=st.floats(1.0, 10.4), nbins=st.integers(1, 50),
        h=st.floats(0.05, 20.0), same=st.booleans(), distance=st.sampled_from(["lateral", "3d"]),
        normal=st.sampled_from(["x", "y", "z"]), method=st.sampled_from(["allpairs", "cells"]),
