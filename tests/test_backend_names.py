@@ -1,16 +1,14 @@
 """Backend names of ``run(backend=...)``: an unknown name is a ValueError that lists the
 valid names and the closest one (issue 38, item 6)."""
 
-import MDAnalysis as mda
 import pytest
-from MDAnalysisTests.datafiles import TPR, XTC
 
 from mdakit_fastrdf import InterRDF
 
 
 @pytest.fixture(scope="module")
-def ow():
-    return mda.Universe(TPR, XTC).select_atoms("name OW")
+def ow(adk_water):
+    return adk_water.select_atoms("name OW")
 
 
 @pytest.mark.parametrize("name, closest", [("multiproc", "multiprocessing"),

@@ -17,44 +17,39 @@ from mdakit_fastrdf.analysis.declarations import analysis_class
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def u():
-    return load_universe("TPR", "XTC")
-
-
-def test_unknown_keywords_raise_in_every_analysis(u):
-    ow = u.select_atoms("name OW")[:20]
+def test_unknown_keywords_raise_in_every_analysis(adk_water):
+    ow = adk_water.select_atoms("name OW")[:20]
     with pytest.raises(TypeError, match="exclusion_block"):
-        SpeciesRDF(u.atoms[:30], by="type", exclusion_block=(1, 1))
+        SpeciesRDF(adk_water.atoms[:30], by="type", exclusion_block=(1, 1))
     with pytest.raises(TypeError, match="exclude_slef"):
-        SpeciesRDF(u.atoms[:30], exclude_slef=True)
+        SpeciesRDF(adk_water.atoms[:30], exclude_slef=True)
     with pytest.raises(TypeError, match="nbin"):
         InterRDF(ow, ow, nbin=10)
     with pytest.raises(TypeError, match="devcie"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        InterRDF_s(u, [[ow[:2], ow[2:4]]], devcie="cpu")
+        InterRDF_s(adk_water, [[ow[:2], ow[2:4]]], devcie="cpu")
     InterRDF(ow, ow, verbose=False)  # AnalysisBase's own keyword stays
 
 
-def test_norm_is_checked_before_nbins_as_in_mdanalysis(u):
-    s1, s2 = u.select_atoms("name OW")[:5], u.select_atoms("name OW")[5:10]
+def test_norm_is_checked_before_nbins_as_in_mdanalysis(adk_water):
+    s1, s2 = adk_water.select_atoms("name OW")[:5], adk_water.select_atoms("name OW")[5:10]
     with pytest.raises(ValueError, match="invalid norm"):
         InterRDF(s1, s2, [[s1, s2]], norm="foo")
     with pytest.raises(ValueError, match="invalid norm"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        InterRDF_s(u, [[s1, s2]], [[s1, s2]], norm="foo")
+        InterRDF_s(adk_water, [[s1, s2]], [[s1, s2]], norm="foo")
 
 
-def test_site_mode_device(u):
+def test_site_mode_device(adk_water):
     """InterRDF_s takes device= on the engine's path: the CPU runs it; a GPU is a clear
     error (there is no GPU site kernel), the same as MDAnalysis's counts otherwise."""
-    s1, s2 = u.select_atoms("name OW")[:4], u.select_atoms("name HW1")[:3]
+    s1, s2 = adk_water.select_atoms("name OW")[:4], adk_water.select_atoms("name HW1")[:3]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with pytest.raises(ValueError, match="no GPU kernel"):
-            InterRDF_s(u, [[s1, s2]], device="cuda")
-        ours = InterRDF_s(u, [[s1, s2]], device="cpu", precision="double").run(stop=3)
-        ref = mda_rdf.InterRDF_s(u, [[s1, s2]]).run(stop=3)
+            InterRDF_s(adk_water, [[s1, s2]], device="cuda")
+        ours = InterRDF_s(adk_water, [[s1, s2]], device="cpu", precision="double").run(stop=3)
+        ref = mda_rdf.InterRDF_s(adk_water, [[s1, s2]]).run(stop=3)
     assert ours.parameters()["device_used"] == "cpu"
     np.testing.assert_array_equal(ours.results.count[0], ref.results.count[0])
     np.testing.assert_array_equal(ours.results.rdf[0], ref.results.rdf[0])
@@ -65,12 +60,12 @@ def test_loading_an_unknown_analysis_says_so():
         analysis_class("NoSuchRDF")
 
 
-def test_saved_parameters_come_from_each_analysis(u, tmp_path):
-    ow = u.select_atoms("name OW")[:50]
+def test_saved_parameters_come_from_each_analysis(adk_water, tmp_path):
+    ow = adk_water.select_atoms("name OW")[:50]
     r = InterRDF(ow, ow, exclusion_block=(1, 1), nbins=10).run(stop=2)
     p = load(r.save(tmp_path / "a.npz")).parameters
     assert p["exclusion_block"] == [1, 1] and p["n_atoms1"] == 50 and p["analysis"] == "InterRDF"
-    s = SpeciesRDF(u.select_atoms("resname SOL")[:30], by="name", nbins=10).run(stop=2)
+    s = SpeciesRDF(adk_water.select_atoms("resname SOL")[:30], by="name", nbins=10).run(stop=2)
     p = load(s.save(tmp_path / "s.npz")).parameters
     assert p["species"] == s.species and p["exclude_self"] is False
 

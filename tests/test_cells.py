@@ -319,18 +319,13 @@ def test_method_validated():
         InterRDF(u.atoms[:10], u.atoms[:10], method="fast")
 
 
-@pytest.fixture(scope="module")
-def adk():
-    return mda.Universe(*datafile("TPR", "XTC"))
-
-
-def test_adk_water_cells_equal_mdanalysis_in_double(adk):
+def test_adk_water_cells_equal_mdanalysis_in_double(adk_water):
     """adk in water (triclinic box), OW-OW with exclusion_block=(1, 1), first frame:
     method='cells' in double precision gives MDAnalysis InterRDF's counts exactly, and
     'auto' takes the cell lists here."""
     from MDAnalysis.analysis.rdf import InterRDF as MDAInterRDF
 
-    ow = adk.select_atoms("name OW")
+    ow = adk_water.select_atoms("name OW")
     ref = MDAInterRDF(ow, ow, nbins=75, range=(0.0, 15.0), exclusion_block=(1, 1)).run(stop=1)
     for method in ("cells", "auto"):
         r = InterRDF(ow, ow, nbins=75, range=(0.0, 15.0), exclusion_block=(1, 1),
@@ -340,11 +335,11 @@ def test_adk_water_cells_equal_mdanalysis_in_double(adk):
         assert r._engine.last_method == "cells"
 
 
-def test_adk_protein_water_cells_equal_allpairs_single(adk):
+def test_adk_protein_water_cells_equal_allpairs_single(adk_water):
     """Two different groups (protein heavy atoms vs water O), single precision: cells and
     all pairs agree bit for bit."""
-    g1 = adk.select_atoms("protein and not name H*")
-    g2 = adk.select_atoms("name OW")
+    g1 = adk_water.select_atoms("protein and not name H*")
+    g2 = adk_water.select_atoms("name OW")
     kw = dict(nbins=120, range=(2.0, 12.0), device="cpu")
     a = InterRDF(g1, g2, method="allpairs", **kw).run(stop=2)
     c = InterRDF(g1, g2, method="cells", **kw).run(stop=2)

@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 import pytest
 
-from conftest import load_universe, make_universe, random_positions_in_box, requires_gpu
+from conftest import make_universe, random_positions_in_box, requires_gpu
 
 from mdakit_fastrdf import InterRDF, InterRDF_s, LateralRDF, SpeciesRDF
 from mdakit_fastrdf.backends import NodeBackend, WorkerDiedError, plan_workers
@@ -57,11 +57,6 @@ ANALYSES = [
     pytest.param(_species, id="SpeciesRDF"),
     pytest.param(_lateral, id="LateralRDF"),
 ]
-
-
-@pytest.fixture(scope="module")
-def adk():
-    return load_universe("TPR", "XTC")
 
 
 @pytest.fixture(scope="module")
@@ -173,28 +168,28 @@ def test_describe_names_the_readers():
 
 
 @pytest.mark.parametrize("make", ANALYSES)
-def test_fed_cpu_worker_equals_unfed_and_serial(adk, make):
+def test_fed_cpu_worker_equals_unfed_and_serial(adk_water, make):
     """A CPU worker fed by two readers = the same parts read by the worker, bit for bit."""
-    ser = make(adk).run()
+    ser = make(adk_water).run()
     fed_backend = NodeBackend(gpus=None, readers=2, cpu_workers=1, part_frames=3)
-    fed = make(adk).run(backend=fed_backend)
-    own = make(adk).run(backend=NodeBackend(gpus=None, readers=0, cpu_workers=1, part_frames=3))
+    fed = make(adk_water).run(backend=fed_backend)
+    own = make(adk_water).run(backend=NodeBackend(gpus=None, readers=0, cpu_workers=1, part_frames=3))
     _assert_same_results(fed, own)
     _assert_same_results(fed, ser, exact_float=False)
     run = fed_backend.last_run
     assert len(run["readers"]) == 2 and all(r["pid"] for r in run["readers"])
-    assert [w["frames"] for w in run["workers"]] == [len(adk.trajectory)]
+    assert [w["frames"] for w in run["workers"]] == [len(adk_water.trajectory)]
 
 
 @pytest.mark.parametrize("make", ANALYSES)
-def test_fed_gpu_standin_equals_serial(adk, make):
+def test_fed_gpu_standin_equals_serial(adk_water, make):
     """The default plan beside a GPU: a GPU worker (stand-in) fed by readers."""
-    ser = make(adk).run(step=2)
+    ser = make(adk_water).run(step=2)
     backend = _standins()
-    fed = make(adk).run(step=2, backend=backend)
+    fed = make(adk_water).run(step=2, backend=backend)
     _assert_same_results(fed, ser, exact_float=False)
     run = backend.last_run
-    if make(adk)._plan_device() == "cpu":  # InterRDF_s: no GPU kernel, CPU workers
+    if make(adk_water)._plan_device() == "cpu":  # InterRDF_s: no GPU kernel, CPU workers
         assert {w["kind"] for w in run["workers"]} == {"cpu"}
         return
     assert run["readers"], "the default plan beside a GPU has readers"
@@ -227,10 +222,10 @@ def test_frame_selection(npt_universe):
     np.testing.assert_array_equal(fed.results.count_uint64, ser.results.count_uint64)
 
 
-def test_updating_groups_run_without_readers(adk):
+def test_updating_groups_run_without_readers(adk_water):
     """An UpdatingAtomGroup's rows change each frame: its workers read their own frames."""
-    shell = adk.select_atoms("name OW and around 6 protein", updating=True)
-    ow = adk.select_atoms("name OW")
+    shell = adk_water.select_atoms("name OW and around 6 protein", updating=True)
+    ow = adk_water.select_atoms("name OW")
     kw = dict(nbins=30, range=(0.0, 8.0))
     ser = InterRDF(shell, ow, **kw).run(step=3)
     backend = _standins()
@@ -308,9 +303,9 @@ def test_ring_round_trip(tmp_path):
 
 
 @requires_gpu
-def test_fed_gpu_worker_equals_cpu(adk):
+def test_fed_gpu_worker_equals_cpu(adk_water):
     """A real GPU worker fed by readers gives the CPU's serial counts."""
-    ow = adk.select_atoms("name OW")
+    ow = adk_water.select_atoms("name OW")
     kw = dict(nbins=75, range=(0.0, 15.0))
     ser = InterRDF(ow, ow, device="cpu", **kw).run()
     backend = NodeBackend(gpus=[0], readers=2)
@@ -349,8 +344,8 @@ def test_rows_prepared_by_readers(box):
     assert fed.results.count_uint64.sum() > 0
 
 
-def test_reader_prepares_only_for_the_base_accumulate(adk):
-    ow = adk.select_atoms("name OW")[:50]
+def test_reader_prepares_only_for_the_base_accumulate(adk_water):
+    ow = adk_water.select_atoms("name OW")[:50]
     assert InterRDF(ow, ow)._reader_prepares()
     assert not LateralRDF(ow, ow)._reader_prepares()  # flattens first: its worker prepares
 
@@ -366,12 +361,12 @@ def test_plan_workers_per_gpu():
         plan_workers(topo, workers_per_gpu=0)
 
 
-def test_warm_up_creates_the_engine_state_a_part_reuses(adk):
+def test_warm_up_creates_the_engine_state_a_part_reuses(adk_water):
     """A fed GPU worker creates its engine state before the first frame; in a worker (a
     placement set) the engine of every part finds it again."""
     from mdakit_fastrdf import engine
 
-    ow = adk.select_atoms("name OW")[:100]
+    ow = adk_water.select_atoms("name OW")[:100]
     a = InterRDF(ow, ow, nbins=10, range=(0.0, 5.0), device="cpu")
     engine.set_worker_placement(engine.WorkerPlacement(device="cpu", n_threads=1, rank=0,
                                                        kind="gpu", bound_device="cuda:0"))

@@ -13,9 +13,8 @@ from mdakit_fastrdf import InterRDF
 
 
 @pytest.fixture(scope="module")
-def adk_ow():
-    u = load_universe("TPR", "XTC")
-    return u.select_atoms("name OW")[:1000]
+def adk_ow(adk_water):
+    return adk_water.select_atoms("name OW")[:1000]
 
 
 @pytest.fixture(scope="module")

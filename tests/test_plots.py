@@ -25,6 +25,7 @@ from mdakit_fastrdf.cli import main  # noqa: E402
 
 @pytest.fixture(scope="module")
 def adk():
+    """A Universe of its own, not the shared ``adk_water``: elements are guessed onto it."""
     u = load_universe("TPR", "XTC")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -14,7 +14,6 @@ import pytest
 from conftest import (
     box_matrix,
     box_widths,
-    load_universe,
     make_universe,
     random_positions_in_box,
 )
@@ -41,11 +40,6 @@ def _mean_volume(u, frames=None):
 
 
 @pytest.fixture(scope="module")
-def adk():
-    return load_universe("TPR", "XTC")
-
-
-@pytest.fixture(scope="module")
 def gas():
     """A small ideal gas (finite-size effects of 1/N = 2.5 %) in a fixed cubic box, 6
     frames, two kinds of atoms (names A, B)."""
@@ -68,10 +62,10 @@ def npt_gas():
 
 # -- results.rho ----------------------------------------------------------------------
 @pytest.mark.parametrize("norm", ["rdf", "density", "none"])
-def test_rho_interrdf_is_n_over_mean_volume(adk, norm):
-    ow, hw = adk.select_atoms("name OW"), adk.select_atoms("name HW1 HW2")
+def test_rho_interrdf_is_n_over_mean_volume(adk_water, norm):
+    ow, hw = adk_water.select_atoms("name OW"), adk_water.select_atoms("name HW1 HW2")
     r = InterRDF(ow, hw, nbins=20, range=(0.0, 6.0), norm=norm).run(step=3)
-    mean_v, _ = _mean_volume(adk, slice(None, None, 3))
+    mean_v, _ = _mean_volume(adk_water, slice(None, None, 3))
     assert r.results.rho.shape == (2,)
     np.testing.assert_allclose(r.results.rho, [len(ow) / mean_v, len(hw) / mean_v],
                                rtol=1e-6)
@@ -177,8 +171,8 @@ def test_finite_size_one_atom_species_is_nan(gas):
 
 
 # -- cdf, coordination, first shell --------------------------------------------------
-def test_cdf_and_coordination_against_mdanalysis_counts(adk):
-    ow, hw = adk.select_atoms("name OW"), adk.select_atoms("name HW1 HW2")
+def test_cdf_and_coordination_against_mdanalysis_counts(adk_water):
+    ow, hw = adk_water.select_atoms("name OW"), adk_water.select_atoms("name HW1 HW2")
     ref = _quiet(MDAInterRDF(ow, hw, nbins=40, range=(0.0, 5.0)).run, stop=2)
     r = InterRDF(ow, hw, nbins=40, range=(0.0, 5.0)).run(stop=2)
     n_frames = 2
@@ -206,10 +200,10 @@ def test_get_cdf_before_run(gas):
         InterRDF(gas.atoms, gas.atoms).get_cdf()
 
 
-def test_first_shell_of_adk_water_against_numpy(adk):
+def test_first_shell_of_adk_water_against_numpy(adk_water):
     """The water O-O first minimum and coordination number from MDAnalysis's g(r),
     searched with NumPy between the first peak (below 4 Å) and the second (4-6 Å)."""
-    ow = adk.select_atoms("name OW")
+    ow = adk_water.select_atoms("name OW")
     kw = {"nbins": 40, "range": (0.0, 8.0), "exclusion_block": (1, 1)}
     ref = _quiet(MDAInterRDF(ow, ow, **kw).run, stop=3)
     bins, g = ref.results.bins, ref.results.rdf
@@ -255,15 +249,15 @@ def test_first_shell_skips_the_self_pairs_at_zero():
     assert shell.r_peak == pytest.approx(2.85) and 3.3 < shell.r_min < 3.7
 
 
-def test_cli_prints_density_and_first_shell(adk, tmp_path, capsys):
+def test_cli_prints_density_and_first_shell(adk_water, tmp_path, capsys):
     from mdakit_fastrdf.cli import main
 
     out = tmp_path / "rdf.npz"
     assert main(["--stop", "2", "--range", "0", "8", "--nbins", "40", "--no-progress",
                  "--finite-size", "-o", str(out)]) == 0
     text = capsys.readouterr().out
-    ow = adk.select_atoms("name OW")
-    mean_v, _ = _mean_volume(adk, slice(0, 2))
+    ow = adk_water.select_atoms("name OW")
+    mean_v, _ = _mean_volume(adk_water, slice(0, 2))
     rho = float(text.split("ρ1 = ")[1].split()[0])
     assert rho == pytest.approx(len(ow) / mean_v, rel=1e-5)
     assert "First shell: minimum at r = " in text and "itself included" in text
@@ -275,7 +269,7 @@ def test_cli_prints_density_and_first_shell(adk, tmp_path, capsys):
     assert "--finite-size" in capsys.readouterr().err
 
 
-def test_first_shell_errors(gas, adk):
+def test_first_shell_errors(gas, adk_water):
     bins = np.linspace(0.1, 5, 50)
     with pytest.raises(ValueError, match="no first peak"):
         first_shell(bins, np.full(50, 0.5), np.arange(50.0))
@@ -293,7 +287,7 @@ def test_first_shell_errors(gas, adk):
         first_shell(bins, np.ones(50), np.arange(50.0), prominence=0)
     with pytest.raises(ValueError, match="smooth"):
         first_shell(bins, np.ones(50), np.arange(50.0), smooth=-1)
-    ow = adk.select_atoms("name OW")
+    ow = adk_water.select_atoms("name OW")
     short = InterRDF(ow, ow, nbins=15, range=(0.0, 3.0), exclusion_block=(1, 1)).run(stop=1)
     with pytest.raises(ValueError, match="no first minimum"):
         short.first_shell()

@@ -45,11 +45,10 @@ def _assert_partials_equal_mdanalysis(s, run_kw, skip=lambda a, b: False, **kw):
 
 
 @pytest.fixture(scope="module")
-def adk_subset():
+def adk_subset(adk_water):
     """adk in water (triclinic box): the protein, ~1000 waters (with TIP4P's element-less
     virtual sites) and the 4 Na+: 7 element species of 4 to ~4000 atoms."""
-    u = load_universe("TPR", "XTC")
-    return u.select_atoms("protein or resname NA+ or (resname SOL and resid 300:550)")
+    return adk_water.select_atoms("protein or resname NA+ or (resname SOL and resid 300:550)")
 
 
 def test_adk_elements_equal_mdanalysis_exactly(adk_subset):
