@@ -18,6 +18,8 @@ from conftest import (
     reference_edges,
     requires_gpu,
 )
+from tables import GPU_LAUNCHES
+
 from mdakit_fastrdf import InterRDF, build_info
 from mdakit_fastrdf.engine import (
     NO_BOX,
@@ -534,15 +536,7 @@ def test_gpu_dense_bound_keeps_its_margin(monkeypatch):
     np.testing.assert_array_equal(out, ref)
 
 
-EDGE_LAUNCHES = {
-    "auto": {},
-    "threads-1024": {"threads": "1024"},
-    "sweeps": {"kernel": "shared", "max_window_bins": "third"},
-    "packed": {"kernel": "packed"},
-    "packed-sweeps": {"kernel": "packed", "max_window_bins": "third"},
-    "global": {"kernel": "global"},
-    "cells": {"method": "cells"},
-}
+EDGE_LAUNCHES = GPU_LAUNCHES
 
 
 @pytest.mark.parametrize("launch", list(EDGE_LAUNCHES))

@@ -14,6 +14,7 @@ path). Skips without a CUDA build and a GPU.
 import numpy as np
 import pytest
 from conftest import brute_force_counts, reference_edges, requires_gpu
+from tables import GPU_LAUNCHES
 from test_cuda import BOXES, make_problem
 
 from mdakit_fastrdf.engine import NO_BOX, Box, _cuda_module
@@ -21,15 +22,7 @@ from mdakit_fastrdf.engine import NO_BOX, Box, _cuda_module
 gpu = [pytest.mark.gpu, requires_gpu]
 pytestmark = gpu
 
-LAUNCHES = {
-    "auto": {},
-    "threads-1024": {"threads": "1024"},
-    "sweeps": {"kernel": "shared", "max_window_bins": "third"},
-    "packed": {"kernel": "packed"},
-    "packed-sweeps": {"kernel": "packed", "max_window_bins": "third"},
-    "global": {"kernel": "global"},
-    "cells": {"method": "cells"},
-}
+LAUNCHES = GPU_LAUNCHES
 
 
 def _histogrammer(kw, nbins):

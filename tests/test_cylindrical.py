@@ -23,17 +23,15 @@ from conftest import (
 from hypothesis import given
 from hypothesis import strategies as st
 from MDAnalysis.lib.mdamath import triclinic_vectors
+from tables import LATTICE_BOXES, OBLIQUE_BOX
 
 from mdakit_fastrdf import CylindricalRDF, LateralRDF
 
 pytestmark = pytest.mark.filterwarnings("ignore:Reader has no dt information")
 
-BOXES = {
-    "ortho": np.array([21.0, 23.0, 30.0, 90, 90, 90]),
-    "hexagonal": np.array([22.0, 22.0, 30.0, 90, 90, 120]),
-    "oblique": np.array([22.0, 24.0, 28.0, 90, 90, 75]),  # c along z, a and b oblique
-}
-TILTED = np.array([22.0, 24.0, 28.0, 70, 80, 95])  # c out of the z axis: refused
+BOXES = {"ortho": LATTICE_BOXES["ortho"], "hexagonal": LATTICE_BOXES["hexagonal"],
+         "oblique": OBLIQUE_BOX}
+TILTED = LATTICE_BOXES["tilted"]  # c out of the z axis: refused
 
 
 def box_vectors(dims):

@@ -21,16 +21,13 @@ from conftest import (
 from hypothesis import given
 from hypothesis import strategies as st
 from MDAnalysis.lib.mdamath import triclinic_vectors
+from tables import LATTICE_BOXES
 
 from mdakit_fastrdf import LateralRDF
 
 pytestmark = pytest.mark.filterwarnings("ignore:Reader has no dt information")
 
-BOXES = {
-    "ortho": np.array([21.0, 23.0, 30.0, 90, 90, 90]),
-    "hexagonal": np.array([22.0, 22.0, 30.0, 90, 90, 120]),
-    "tilted": np.array([22.0, 24.0, 28.0, 70, 80, 95]),  # c out of the z axis
-}
+BOXES = LATTICE_BOXES
 
 
 def _plane_vectors(dims, axis):

@@ -16,6 +16,7 @@ from conftest import make_universe, random_positions_in_box, reference_edges, re
 from hypothesis import given
 from hypothesis import strategies as st
 from MDAnalysis.lib.mdamath import triclinic_vectors
+from tables import LATTICE_BOXES
 
 from mdakit_fastrdf import InterRDF, LateralRDF
 from mdakit_fastrdf.analysis.lateral import slab_shell_volumes
@@ -61,12 +62,8 @@ def _counts(r):
     return r.results.count_uint64.astype(np.int64)
 
 
-DIMS = np.array([21.0, 23.0, 30.0, 90, 90, 90])
-BOXES = {
-    "ortho": DIMS,
-    "hexagonal": np.array([22.0, 22.0, 30.0, 90, 90, 120]),  # the membrane systems' kind
-    "tilted": np.array([22.0, 24.0, 28.0, 70, 80, 95]),  # c out of the z axis
-}
+BOXES = LATTICE_BOXES
+DIMS = BOXES["ortho"]
 
 
 @pytest.mark.parametrize("box,normal", [("ortho", "z"), ("ortho", "x"), ("ortho", "y"),
