@@ -29,6 +29,12 @@ needs_cuda_toolchain = pytest.mark.skipif(
     reason="needs cmake, ninja and nvcc (the CUDA build configuration)",
 )
 
+
+def configures_cmake(test):
+    """A test that configures the project with CMake in a subprocess (3 to 10 s): marked
+    slow, and skipped without the CUDA toolchain."""
+    return pytest.mark.slow(needs_cuda_toolchain(test))
+
 # a machine without a GPU, whatever this one has
 NO_GPU = "-DFASTRDF_TEST_NATIVE_ARCHS=NONE"
 
@@ -69,7 +75,7 @@ def configure(tmp_path, *defines):
     return flags, archs.split(","), defines_line
 
 
-@needs_cuda_toolchain
+@configures_cmake
 def test_portable_set_is_three_cubins_from_one_ptx(tmp_path):
     flags, archs, defines = configure(tmp_path, "-DFASTRDF_CUDA_PORTABLE=ON")
     gencodes = re.findall(r"--generate-code=arch=(compute_\d+),code=\[([^\]]*)\]", flags)
@@ -86,7 +92,7 @@ def test_portable_set_is_three_cubins_from_one_ptx(tmp_path):
     assert "-lineinfo" not in flags  # line tables only on request (the same machine code)
 
 
-@needs_cuda_toolchain
+@configures_cmake
 def test_one_ptx_off_gives_one_ptx_per_architecture(tmp_path):
     flags, archs, defines = configure(tmp_path, "-DFASTRDF_CUDA_PORTABLE=ON",
                                       "-DFASTRDF_CUDA_ONE_PTX=OFF",
@@ -100,7 +106,7 @@ def test_one_ptx_off_gives_one_ptx_per_architecture(tmp_path):
     assert "-lineinfo" in flags
 
 
-@needs_cuda_toolchain
+@configures_cmake
 def test_given_architectures_are_kept(tmp_path):
     flags, archs, _ = configure(tmp_path, "-DCMAKE_CUDA_ARCHITECTURES=90-real")
     assert re.findall(r"--generate-code=arch=compute_90,code=\[sm_90\]", flags), flags
@@ -109,7 +115,7 @@ def test_given_architectures_are_kept(tmp_path):
 
 # ---- FASTRDF_CUDA=AUTO and the explicit requests for GPU code (issue 38) ------------------
 
-@needs_cuda_toolchain
+@configures_cmake
 def test_default_without_a_gpu_builds_the_cpu_kernels_only(tmp_path):
     """The default on a machine without a GPU: no CUDA module, and the one line that says
     so (which the build also writes to its terminal, as pip shows no build output); a
@@ -128,7 +134,7 @@ def test_default_without_a_gpu_builds_the_cpu_kernels_only(tmp_path):
     assert set(cuda_architectures(ninja)) == {"75-real", "80-real", "90-real", "75-virtual"}
 
 
-@needs_cuda_toolchain
+@configures_cmake
 @pytest.mark.parametrize("seen, expected", [
     ("90", ["90-real", "90-virtual"]),
     ("80-real;90-real", ["80-real", "90-real", "80-virtual"]),
@@ -196,7 +202,7 @@ def test_ci_compiles_the_cuda_kernels_or_says_why_not():
     assert 'echo "SKIPPED: no CUDA compiler (nvcc)' in ci
 
 
-@needs_cuda_toolchain
+@configures_cmake
 def test_gpu_builds_get_gpu_code_without_a_gpu(tmp_path):
     """Configured as each of those asks, on a machine without a GPU: the CUDA module, for
     the portable set or the architecture named."""

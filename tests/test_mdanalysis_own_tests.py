@@ -69,6 +69,7 @@ def test_swap_changes_one_line():
     assert len(diff) == 1 and "from mdakit_fastrdf import" in diff[0][1]
 
 
+@pytest.mark.slow  # MDAnalysis's rdf tests on every backend in a subprocess: about 65 s
 @pytest.mark.timeout(1200)
 def test_mdanalysis_rdf_tests_pass_on_default_arguments(tmp_path):
     from MDAnalysisTests import datafiles

@@ -93,6 +93,7 @@ CHILD = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # a million atoms in a subprocess: about 18 s
 @pytest.mark.skipif(not os.path.exists("/proc/self/clear_refs"), reason="needs Linux /proc")
 def test_peak_rss_of_a_million_atoms_is_bounded():
     here = os.path.dirname(os.path.abspath(__file__))
