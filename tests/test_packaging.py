@@ -212,6 +212,7 @@ def cpu_wheel(sdist, tmp_path_factory):
     return wheel
 
 
+@pytest.mark.slow  # pip builds the C++ extension from the sdist (minutes)
 @BUILD_TIMEOUT
 def test_sdist_builds_cpu_only(cpu_wheel):
     """The unpacked sdist builds (CPU kernels; the CUDA files are checked above) into a wheel
@@ -311,6 +312,7 @@ def check_wheel_in_fresh_venv(wheel, tmp_path):
     return install_s
 
 
+@pytest.mark.slow  # pip builds the C++ extension from the sdist (minutes)
 @BUILD_TIMEOUT
 def test_cpu_wheel_installs_and_runs_without_a_compiler(cpu_wheel, tmp_path):
     """CI's share of the wheel test: the CPU-only wheel of the sdist, in a fresh venv."""
