@@ -831,6 +831,28 @@ class _Pool:
         if not self.procs:
             self.key, self.tasks, self.filled = None, None, {}
 
+    @staticmethod
+    def _await_ended(w, deadline):
+        """Read `w`'s messages until its :class:`Ended` (then idle, with its `drained`) or
+        `deadline` (time.monotonic()); messages of the run that is over are dropped. One
+        that does not answer in time, whose pipe breaks or that reports a failure (an error
+        of a copy that did not count) is marked gone."""
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                if not w.conn.poll(max(0.0, left)):  # (at the deadline: what has come)
+                    raise OSError
+                msg = w.conn.recv()
+            except (OSError, EOFError):
+                w.status = "gone"
+                return
+            if isinstance(msg, Ended):
+                w.status, w.drained = "idle", msg.drained
+                return
+            if isinstance(msg, Failed):
+                w.status = "gone"
+                return
+
     def end_run(self, workers):
         """Tell idle compute workers the run is over; wait (briefly) for their answer, so
         that nothing of this run is left in their pipes. One that does not answer is
@@ -842,18 +864,8 @@ class _Pool:
             except OSError:
                 w.status = "gone"
         for w in workers:
-            while w.status != "gone":
-                left = deadline - time.monotonic()
-                try:
-                    if left <= 0 or not w.conn.poll(left):
-                        raise OSError
-                    msg = w.conn.recv()
-                except (OSError, EOFError):
-                    w.status = "gone"
-                    break
-                if isinstance(msg, Ended):
-                    w.status, w.drained = "idle", msg.drained
-                    break
+            if w.status != "gone":
+                self._await_ended(w, deadline)
         gone = [w for w in workers if w.status == "gone"]
         NodeBackend._shutdown(gone, graceful=False)
         self.forget(gone)
@@ -883,21 +895,7 @@ class _Pool:
             return
         deadline = time.monotonic() + timeout
         for w in ending:
-            while True:
-                left = deadline - time.monotonic()
-                try:
-                    if not w.conn.poll(max(0.0, left)):
-                        raise OSError
-                    msg = w.conn.recv()
-                except (OSError, EOFError):
-                    w.status = "gone"
-                    break
-                if isinstance(msg, Ended):
-                    w.status = "idle"
-                    break
-                if isinstance(msg, Failed):  # (an error of a copy that did not count)
-                    w.status = "gone"
-                    break
+            self._await_ended(w, deadline)
         gone = [w for w in ending if w.status == "gone"]
         NodeBackend._shutdown(gone, graceful=False)
         self.forget(gone)
