@@ -14,7 +14,7 @@ Rows:
   (``run()``'s wall time), with the steady rate (after the first part), the workers'
   busy and waiting seconds, and the run's parts;
 * **node, G GPU + CPU workers**: the same with two CPU workers beside the GPUs
-  (``hybrid=True``), on cores taken from the readers;
+  (``hybrid=True``, the default hybrid plan: they share the readers' cores at idle priority);
 * **dask, G workers**: a ``distributed.LocalCluster``-like cluster of one worker process per
   GPU (``CUDA_VISIBLE_DEVICES``), :class:`~mdakit_fastrdf.backends.DaskDistributedBackend`;
 * **simulation**: :func:`mdakit_fastrdf.backends.simulate.simulate` with the one-GPU
@@ -109,11 +109,11 @@ def generate(cache, n_atoms, n_frames):
     return paths
 
 
-def _universe(path, fmt, n_atoms):
+def _universe(path, fmt, n_atoms, repeat=1):
     import MDAnalysis as mda
 
     u = mda.Universe.empty(n_atoms, trajectory=True)
-    u.load_new(path, format=fmt)
+    u.load_new(path if repeat == 1 else [path] * repeat, format=fmt)
     return u
 
 
@@ -154,9 +154,9 @@ import MDAnalysis as mda
 from mdakit_fastrdf import InterRDF
 from mdakit_fastrdf.backends import NodeBackend
 
-path, fmt, n_atoms, kw, opts, out, warm = json.loads(sys.argv[1])
+path, fmt, n_atoms, kw, opts, out, warm, repeat = json.loads(sys.argv[1])
 u = mda.Universe.empty(n_atoms, trajectory=True)
-u.load_new(path, format=fmt)
+u.load_new(path if repeat == 1 else [path] * repeat, format=fmt)
 standin = opts.pop("_gpu_standin", False)
 if standin:  # no GPU here: CPU stand-ins of the GPU workers (a smoke test)
     from mdakit_fastrdf.backends.topology import NodeTopology, detect_topology
@@ -187,15 +187,16 @@ else:  # a warm engine: [(stop, label), ...] run one after the other in one with
 """
 
 
-def fresh_run(path, fmt, n_atoms, kw, opts, warm=None, trace=None):
+def fresh_run(path, fmt, n_atoms, kw, opts, warm=None, trace=None, repeat=1):
     """One node run in a new interpreter; `trace`: a directory for its trace
-    (``MDAKIT_FASTRDF_TRACE``), summarised after the run."""
+    (``MDAKIT_FASTRDF_TRACE``), summarised after the run; `repeat`: the file read that many
+    times over (MDAnalysis's ChainReader), a longer trajectory without writing one."""
     env = dict(os.environ)
     if trace:
         env["MDAKIT_FASTRDF_TRACE"] = trace
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "counts.npy")
-        spec = json.dumps([path, fmt, n_atoms, kw, opts, out, warm])
+        spec = json.dumps([path, fmt, n_atoms, kw, opts, out, warm, repeat])
         proc = subprocess.run([sys.executable, "-c", _FRESH, spec], capture_output=True,
                               text=True, env=env)
         if trace:
@@ -227,7 +228,7 @@ def _pin_all_threads(cpus):
     return sorted(os.sched_getaffinity(0))
 
 
-def dask_run(path, fmt, n_atoms, kw, layout, engine):
+def dask_run(path, fmt, n_atoms, kw, layout, engine, repeat=1):
     """A dask.distributed cluster of one worker per entry of `layout` ((visible GPUs,
     cpus) each), the analysis run on it twice (the first run starts the dask workers' node
     engines, the second finds them warm). Returns ([wall, wall], counts)."""
@@ -237,7 +238,7 @@ def dask_run(path, fmt, n_atoms, kw, layout, engine):
     from mdakit_fastrdf import InterRDF
     from mdakit_fastrdf.backends import DaskDistributedBackend
 
-    u = _universe(path, fmt, n_atoms)
+    u = _universe(path, fmt, n_atoms, repeat)
     workers = {i: {"cls": Nanny, "options": {"nthreads": 1, "env": {
         "CUDA_VISIBLE_DEVICES": vis}}} for i, (vis, _) in enumerate(layout)}
     with dask.config.set({"distributed.worker.daemon": False}):
@@ -279,6 +280,9 @@ def main(argv=None):
                    help="NodeBackend(gpu_threads=N) in the node rows (default: the plan's)")
     p.add_argument("--no-ceiling", action="store_true",
                    help="skip the decode ceiling (R=1 only)")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="node runs read the trajectory K times over (a K-times longer run, "
+                        "MDAnalysis's ChainReader of the same file): start-up's share falls")
     p.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "fastrdf-scaling"))
     args = p.parse_args(argv)
 
@@ -293,6 +297,9 @@ def main(argv=None):
         print("# no GPU: GPU workers are CPU stand-ins (a smoke test of the script)")
         gpu_counts = args.gpus or [1]
     paths = generate(args.cache, args.atoms, args.frames)
+    if args.repeat < 1:
+        p.error("--repeat must be >= 1")
+    n_frames = args.frames * args.repeat  # (what a node run reads)
     kw = {"nbins": 200, "range": (0.0, 15.0)}
     counts = sorted({r for r in (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128) if r < n_cpus}
                     | {n_cpus})
@@ -301,7 +308,7 @@ def main(argv=None):
     def record(fmt, label, wall, cnt, notes=""):
         ref.setdefault(fmt, cnt)  # (XTC rounds the positions: its own reference)
         same = "yes" if np.array_equal(ref[fmt], cnt) else "NO"
-        rate = args.frames / wall
+        rate = n_frames / wall
         rows.append([fmt, label, f"{wall:.2f}", f"{rate:.1f}", same, notes])
         print(f"# {fmt} {label}: {wall:.2f} s, {rate:.1f} frames/s, same={same} {notes}",
               flush=True)
@@ -322,7 +329,7 @@ def main(argv=None):
                 opts["gpu_threads"] = args.gpu_threads
             tr = (os.path.join(args.trace, f"{fmt}_{g}gpu_t{args.gpu_threads or 'auto'}")
                   if args.trace else None)
-            info, cnt = fresh_run(path, fmt, args.atoms, kw, opts, trace=tr)
+            info, cnt = fresh_run(path, fmt, args.atoms, kw, opts, trace=tr, repeat=args.repeat)
             lr = info["lr"]
             st = busy_rate(lr)
             gw = [w for w in lr["workers"] if w["kind"] == "gpu"]
@@ -337,30 +344,31 @@ def main(argv=None):
                 one = (rate, st, lr["first_part_s"], info["wall"] - lr["parts_done_s"][-1], g)
             summary[(fmt, g)] = rate
             if not args.no_hybrid and n_cpus >= 8:
-                n_readers = len(lr["readers"])
-                opts = {"gpus": g, "_gpu_standin": standin, "hybrid": True, "cpu_workers": 2,
-                        "readers": max(1, n_readers - 4)}
+                # the default hybrid plan: every free core reads, and two CPU workers share
+                # the readers' cores at idle priority
+                opts = {"gpus": g, "_gpu_standin": standin, "hybrid": True, "cpu_workers": 2}
                 info, cnt = fresh_run(path, fmt, args.atoms, kw, opts,
                                       trace=os.path.join(args.trace, f"{fmt}_{g}gpu_hybrid")
-                                      if args.trace else None)
+                                      if args.trace else None, repeat=args.repeat)
                 lr = info["lr"]
                 cw = [w for w in lr["workers"] if w["kind"] == "cpu"]
                 notes = ("CPU workers took " + "/".join(str(w["frames"]) for w in cw)
                          + f" frames; dup {lr['duplicates_started']}, cancelled "
                          f"{lr.get('cancelled', 0)}, declined {lr.get('cpu_parts_declined', 0)}")
-                hrate = record(fmt, f"node, {g} GPU + 2 CPU workers", info["wall"], cnt, notes)
+                hrate = record(fmt, f"node, {g} GPU + 2 idle-priority CPU workers", info["wall"],
+                               cnt, notes)
                 rows[-1][-1] += f"; {hrate / rate:.2f}x GPUs alone"
             if args.warm:
                 # a warm engine: the whole run again, then the first 40 frames (issue 24)
                 info, cnt = fresh_run(path, fmt, args.atoms, kw, {"gpus": g, "_gpu_standin": standin},
                                       warm=[None, None, 40],
                                       trace=os.path.join(args.trace, f"{fmt}_{g}gpu_warm")
-                                      if args.trace else None)
+                                      if args.trace else None, repeat=args.repeat)
                 w = info["walls"]
                 record(fmt, f"node, {g} GPU, warm engine (2nd run)", w[1], cnt,
                        f"1st run {w[0]:.2f} s; same pids {info['same_pids']}; "
-                       f"{min(40, args.frames)} frames warm: {w[2]:.3f} s = "
-                       f"{min(40, args.frames) / w[2]:.0f} frames/s; busy rate "
+                       f"{min(40, n_frames)} frames warm: {w[2]:.3f} s = "
+                       f"{min(40, n_frames) / w[2]:.0f} frames/s; busy rate "
                        f"{busy_rate(info['lrs'][1]):.0f}/s")
             if not args.no_dask and not standin:
                 all_cpus = sorted(os.sched_getaffinity(0))
@@ -374,7 +382,7 @@ def main(argv=None):
                         continue  # (the parts on the dask workers themselves: slow)
                     if label.startswith(f"dask, {g} worker") and g == 1:
                         continue  # (the same as the row before)
-                    walls, cnt = dask_run(path, fmt, args.atoms, kw, layout, engine)
+                    walls, cnt = dask_run(path, fmt, args.atoms, kw, layout, engine, args.repeat)
                     drate = record(fmt, label + ", 2nd run", walls[1], cnt,
                                    f"1st run {walls[0]:.2f} s; ")
                     rows[-1][-1] += f"{drate / rate:.2f}x the node backend"
@@ -382,16 +390,17 @@ def main(argv=None):
             _, st1, start, end, g1 = one
             for g in gpu_counts[1:]:
                 fmt_eff = summary[(fmt, g)] / (g / g1 * summary[(fmt, g1)])
-                sim = simulate(args.frames, gpu_rates=[st1 / g1] * g, gpu_start_s=start,
+                sim = simulate(n_frames, gpu_rates=[st1 / g1] * g, gpu_start_s=start,
                                decode_rate=ceiling[best_r] if fmt == "XTC" else None)
-                sim1 = simulate(args.frames, gpu_rates=[st1 / g1] * g1, gpu_start_s=start,
+                sim1 = simulate(n_frames, gpu_rates=[st1 / g1] * g1, gpu_start_s=start,
                                 decode_rate=ceiling[best_r] if fmt == "XTC" else None)
-                pred, pred1 = (args.frames / (x.wall_s + end) for x in (sim, sim1))
+                pred, pred1 = (n_frames / (x.wall_s + end) for x in (sim, sim1))
                 rows.append([fmt, f"{g} vs {g1} GPU", "-", f"{summary[(fmt, g)] / summary[(fmt, g1)]:.2f}x",
                              "-", f"efficiency {fmt_eff:.2f}; simulation predicts "
                              f"{pred:.0f} frames/s ({pred / pred1:.2f}x; start {start:.2f} s, "
                              f"end {end:.2f} s, {st1 / g1:.0f} frames/s a GPU)"])
-    print(f"\n{args.frames} frames of {args.atoms:,} atoms, RDF of all atoms, 0-15 A, 200 "
+    print(f"\n{n_frames} frames" + (f" ({args.frames} read {args.repeat} times over)"
+                                     if args.repeat > 1 else "") + f" of {args.atoms:,} atoms, RDF of all atoms, 0-15 A, 200 "
           f"bins; {n_cpus} CPUs, {topo.n_gpus} GPU(s); each node run a new interpreter, "
           "end to end (run()'s wall time)\n")
     head = ["format", "setup", "time s", "frames/s", "counts = first row of the format", "notes"]
