@@ -119,10 +119,10 @@ def test_plan_gives_free_cpus_to_readers_beside_gpus():
     one = plan_workers(topo, gpu_threads=1)
     assert len(one[0].cpus) == 1 and [s.kind for s in one].count("reader") == 15
     assert len(plan_workers(topo, readers=0)[0].cpus) == 1  # unfed: one core, as before
-    # CPU workers on request beside the readers (one core each taken from them), and no
-    # readers for an analysis that cannot be fed
+    # CPU workers on request beside the readers (sharing their cores at idle priority),
+    # and no readers for an analysis that cannot be fed
     hybrid = [s.kind for s in plan_workers(topo, hybrid=True)]
-    assert hybrid.count("cpu") == 2 and hybrid.count("reader") == 12
+    assert hybrid.count("cpu") == 2 and hybrid.count("reader") == 14
     assert [s.kind for s in plan_workers(topo, feedable=False)][:1] == ["gpu"]
     assert "reader" not in [s.kind for s in plan_workers(topo, feedable=False)]
     assert "cpu" in [s.kind for s in plan_workers(topo, feedable=False)]

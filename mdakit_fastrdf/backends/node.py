@@ -87,10 +87,12 @@ class NodeBackend(_OwnBackend):
     hybrid : 'auto', bool, optional
         CPU workers beside GPU workers. ``'auto'``: only when asked for with
         `cpu_workers` (with readers, the free CPUs read for the GPUs instead); ``True``:
-        two per socket. Beside GPU workers fed by readers each takes one core from the
-        readers, and the scheduler gives it only parts it finishes before the GPUs would
-        (see *Load balancing*); ``False`` leaves the CPUs to the GPU workers. On a
-        CPU-only node the CPU workers always run.
+        two per socket. Beside GPU workers fed by readers they share the readers' cores
+        at idle priority (Linux ``SCHED_IDLE``: they run only on cycles the readers leave,
+        so the GPUs' feed is never slower), and the scheduler gives them only parts they
+        finish before the GPUs would (see *Load balancing*); ``False`` leaves the CPUs to
+        the GPU workers. With an explicit ``readers=N``, CPU workers take the cores the
+        readers leave, at normal priority. On a CPU-only node the CPU workers always run.
     part_frames : 'auto' or int, optional
         Frames per part taken from the queue. ``'auto'``: parts that shrink towards the
         end of the run (:meth:`part_sizes`: the first ones long, the last of one frame).

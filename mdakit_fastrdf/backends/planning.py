@@ -15,9 +15,11 @@ __all__ = ["WorkerSpec", "plan_workers"]
 class WorkerSpec:
     """One worker of a :class:`NodeBackend` run.
 
-    ``kind`` is ``'gpu'`` or ``'cpu'``; ``device`` the device it is bound to (``'cuda:k'``
-    or ``'cpu'``); ``cpus`` the logical CPUs it is pinned to; ``n_threads`` the CPU threads
-    of its kernel; ``start_method`` how its process starts.
+    ``kind`` is ``'gpu'``, ``'cpu'`` or ``'reader'``; ``device`` the device it is bound to
+    (``'cuda:k'`` or ``'cpu'``); ``cpus`` the logical CPUs it is pinned to; ``n_threads``
+    the CPU threads of its kernel; ``start_method`` how its process starts; ``idle``: it
+    runs at idle priority (Linux ``SCHED_IDLE``) on CPUs it shares with readers, so that it
+    takes only the cycles they leave.
     """
 
     rank: int
@@ -27,11 +29,13 @@ class WorkerSpec:
     n_threads: int
     start_method: str
     engine_device: str | None = None  # differs from device only for CPU stand-ins of GPUs
+    idle: bool = False
 
     def describe(self) -> str:
         cpus = _fmt_cpus(self.cpus)
         return (f"worker {self.rank} ({self.kind}, {self.device}, {self.n_threads} "
-                f"thread{'s' if self.n_threads != 1 else ''}, cpus {cpus}, {self.start_method})")
+                f"thread{'s' if self.n_threads != 1 else ''}, cpus {cpus}, {self.start_method}"
+                + (", idle priority)" if self.idle else ")"))
 
 
 def _fmt_cpus(cpus):
@@ -191,9 +195,12 @@ def plan_workers(topology: NodeTopology, *, device="auto", gpus=_AUTO, cpu_worke
     wants_cpu_workers = (hybrid is True or cpu_workers != _AUTO
                          or (n_workers is not None and n_workers > len(gpu_ids)))
     # CPU workers beside GPU workers (hybrid=True or cpu_workers=N): readers still read
-    # for the GPUs, on the free cores less one per CPU worker (a CPU worker that reads
-    # its own frames and histograms them is far slower than the GPUs' readers: the
-    # scheduler gives it only parts it finishes in time)
+    # for the GPUs on every free core, and the CPU workers share those cores at idle
+    # priority: they take only the cycles the readers leave, so that they never slow the
+    # GPUs' feed (a CPU worker that reads its own frames and histograms them is far slower
+    # than the GPUs: the scheduler gives it only parts it finishes in time). Measured on
+    # 2x H200 with CPU workers on cores taken from the readers: 0.90-0.96x the GPUs alone
+    # with XTC, whose reading is the limit (benchmarks/NOTES.md, 2026-11-28)
     hybrid_fed = (readers == _AUTO and feedable and bool(gpu_ids) and wants_cpu_workers
                   and n_workers is None and use_cpu)
     auto_readers = (readers == _AUTO and feedable and bool(gpu_ids)
@@ -210,26 +217,18 @@ def plan_workers(topology: NodeTopology, *, device="auto", gpus=_AUTO, cpu_worke
                          gpu_start_method, gpu_standin)
 
     # readers: logical CPUs of the free cores, taken in turn from the groups
-    kept = [[] for _ in free]  # cores kept for the CPU workers of a hybrid plan
-    if hybrid_fed:
-        n_keep = cpu_workers if cpu_workers != _AUTO else 2 * len(free)
-        n_keep = min(n_keep, max(0, sum(len(f) for f in free) - 1))
-        g = 0
-        while n_keep > 0:
-            if free[g]:
-                kept[g].append(free[g].pop())
-                n_keep -= 1
-            g = (g + 1) % len(free)
     if readers == _AUTO:
         n_readers = sum(len(core) for f in free for core in f) if auto_readers else 0
         if n_readers and hybrid == _AUTO and not hybrid_fed:
             use_cpu = False  # the free CPUs read for the GPUs
     else:
         n_readers = readers
+    shared = [list(f) for f in free]  # (the cores a hybrid plan's CPU workers share)
     reader_cpus, free = _reader_cpus(topology, free, specs, n_readers)
-    for g, cores in enumerate(kept):
-        free[g].extend(reversed(cores))
-    if use_cpu:
+    if hybrid_fed:
+        specs += _cpu_workers(shared, len(specs), cpu_workers, None, threads_per_worker,
+                              cpu_method, idle=True)
+    elif use_cpu:
         specs += _cpu_workers(free, len(specs), cpu_workers, n_workers, threads_per_worker,
                               cpu_method)
     for c in reader_cpus:
@@ -308,10 +307,12 @@ def _reader_cpus(topology, free, specs, n_readers):
     return reader_cpus, free
 
 
-def _cpu_workers(free, n_gpu, cpu_workers, n_workers, threads_per_worker, start_method):
+def _cpu_workers(free, n_gpu, cpu_workers, n_workers, threads_per_worker, start_method,
+                 idle=False):
     """The CPU workers' specs (ranks from `n_gpu` on): two per group ('auto'), or
     `cpu_workers` (or what `n_workers` leaves) spread over the groups, each on a contiguous
-    block of that group's free cores."""
+    block of that group's free cores (`idle`: cores the readers read on, shared at idle
+    priority)."""
     n_free = [len(f) for f in free]
     total_free = sum(n_free)
     if cpu_workers == _AUTO:
@@ -340,7 +341,7 @@ def _cpu_workers(free, n_gpu, cpu_workers, n_workers, threads_per_worker, start_
             cpus = tuple(c for core in block for c in core)
             threads = len(block) if threads_per_worker == _AUTO else threads_per_worker
             specs.append(WorkerSpec(n_gpu + len(specs), "cpu", "cpu", cpus, max(1, threads),
-                                    start_method, engine_device="cpu"))
+                                    start_method, engine_device="cpu", idle=idle))
     return specs
 
 

@@ -115,6 +115,8 @@ def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, paren
     try:
         if pin and spec.cpus and hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(0, spec.cpus)
+        if spec.idle:
+            _idle_priority()
         device = _own_gpu(spec)
         set_worker_placement(WorkerPlacement(
             device=device, n_threads=spec.n_threads, rank=spec.rank,
@@ -199,6 +201,19 @@ def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, paren
 #: the device a GPU worker's engine reports ('cuda:0', its only visible GPU) -> the GPU
 #: of the node it is (``WorkerSpec.device``)
 _device_alias: dict = {}
+
+
+def _idle_priority():
+    """This process at idle priority (Linux ``SCHED_IDLE``, which any user may choose):
+    it runs only on cycles the readers that share its CPUs leave. Set before the
+    kernel's threads start: they inherit it. Elsewhere the lowest nice value."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        try:
+            os.nice(19)
+        except (AttributeError, OSError):
+            pass
 
 
 def _own_gpu(spec: WorkerSpec):
