@@ -89,6 +89,23 @@ def test_cpu_worker_beside_gpus_takes_only_what_it_finishes_in_time():
     assert s.stats["cpu_parts_declined"] >= 1
 
 
+@pytest.mark.parametrize("wait_s, takes", [(0.01, True), (0.2, False)])
+def test_cpu_worker_takes_nothing_while_fed_gpus_wait_for_frames(wait_s, takes):
+    """Beside GPU workers fed by readers, a CPU worker takes a part only while the GPUs do
+    not wait for their frames beyond their longest single wait (the first frames): three
+    parts of 1 s, each waiting 0.2 s, starve (0.4 s of 3.1 s); 0.01 s each does not."""
+    s = Scheduler([50] * 40, [WorkerState(0, "gpu", fed=True, lookahead=8),
+                              WorkerState(1, "cpu")])
+    assert s.on_ready(0, 0.0) == [0] and s.on_ready(1, 0.0) == []
+    s.on_done(0, 0, 0.1, 0.1, wait_s=0.1)  # its first part: the first frames' wait
+    for k in (1, 2, 3):
+        assert s.on_done(0, k, 1.0, 0.1 + k, wait_s=wait_s)[0]
+    assert s.readers_limit() is not takes
+    got = s.idle(3.1)
+    assert (got != []) is takes, got
+    assert (s.stats["cpu_parts_declined"] >= 1) is not takes
+
+
 def test_a_short_run_starts_every_fed_worker_with_its_share():
     """40 frames, 2 fed GPU workers whose rings and lookahead (30) exceed their share:
     each starts with at most half the frames, not the first one with 31 of them (a warm

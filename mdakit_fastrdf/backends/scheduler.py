@@ -17,7 +17,9 @@ The rules (docs/design.rst, "The node engine's scheduler"):
   the rates measured so far in the run. It waits for the GPU workers' first rate; its
   own first part, before it has a rate, is the shortest one open to it, and only while
   the GPU workers have more than :data:`PROBE_S` seconds of frames left. The last
-  ``2 G`` parts (G GPU workers) are never open to it: they balance the GPUs' end.
+  ``2 G`` parts (G GPU workers) are never open to it: they balance the GPUs' end. While
+  GPU workers fed by readers wait for their frames (:data:`STARVED`), it takes none: the
+  readers are the limit, and its cycles are theirs.
 * **No worker holds back the end.** Once no part is left, an idle worker with a measured
   rate recomputes (duplicates) the part whose owner is predicted to finish it last, when
   it would finish it :data:`HEDGE` times sooner. The first copy to finish counts; every
@@ -40,6 +42,13 @@ MARGIN_S = 0.05
 #: A CPU worker beside GPU workers takes its first part (its rate unknown) only while the
 #: GPU workers have at least PROBE_S seconds of frames left.
 PROBE_S = 1.0
+#: A CPU worker beside GPU workers fed by readers takes no part while those GPU workers
+#: have waited for frames (beyond each one's first wait) more than STARVED of their busy
+#: time: the readers are then the limit, and a CPU worker's cycles, even at idle priority
+#: (its own frames' decoding, the caches and memory bandwidth it shares), cost the GPUs
+#: frames. Measured on 2x H200, 1M atoms of XTC: GPU workers waiting 11-24 % of their time,
+#: two CPU workers of one frame each made the run 7 % slower (benchmarks/NOTES.md).
+STARVED = 0.05
 
 
 def guided_sizes(n_frames: int, n_workers: int, *, divisor: int = 2, min_size: int = 1,
@@ -208,6 +217,14 @@ class Scheduler:
         return out
 
     # -- predictions ----------------------------------------------------------------
+    def readers_limit(self) -> bool:
+        """Whether the GPU workers fed by readers have waited for frames, beyond each
+        one's longest single wait (its first frames), more than :data:`STARVED` of their
+        busy time so far."""
+        fed = [w for w in self.workers.values() if w.kind == "gpu" and w.fed and w.busy_s > 0]
+        waits = sum(max(0.0, w.wait_s - w.feed_latency_s) for w in fed)
+        return bool(fed) and waits > STARVED * sum(w.busy_s for w in fed)
+
     def finish_times(self, w, now) -> dict:
         """``{idx: predicted end}`` of the parts `w` holds, at its measured rate of work
         (:meth:`WorkerState.compute_rate`; a worker without one: its first part is assumed
@@ -267,6 +284,9 @@ class Scheduler:
         smallest = min(open_parts, key=lambda i: (self.sizes[i], -i))
         if fast is None:
             return None  # the GPU workers' rates first: they decide what is worth taking
+        if self.readers_limit():
+            self.stats["cpu_parts_declined"] += 1
+            return None
         if rate is None:
             if queued or w.parts or w.outstanding:
                 return None
