@@ -8,6 +8,7 @@ workers are CPU stand-ins here (spawned, bound to made-up devices, engines on th
 import glob
 import os
 import tempfile
+import time
 import warnings
 
 import numpy as np
@@ -179,6 +180,28 @@ def test_fed_cpu_worker_equals_unfed_and_serial(adk_water, make):
     run = fed_backend.last_run
     assert len(run["readers"]) == 2 and all(r["pid"] for r in run["readers"])
     assert [w["frames"] for w in run["workers"]] == [len(adk_water.trajectory)]
+
+
+def test_readers_end_after_a_run_without_delaying_it(adk_water):
+    """A run's readers are ended as it returns and reaped in the background: none is left
+    running or as a zombie a few seconds later."""
+    ow = adk_water.select_atoms("name OW")
+    backend = NodeBackend(gpus=None, readers=3, cpu_workers=1, part_frames=3)
+    InterRDF(ow, ow).run(backend=backend)
+    pids = [r["pid"] for r in backend.last_run["readers"]]
+    assert len(pids) == 3
+
+    def there(pid):  # running, or a zombie nobody has reaped
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return True
+        except OSError:
+            return False
+
+    deadline = time.monotonic() + 10.0
+    while any(there(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(there(p) for p in pids)
 
 
 @pytest.mark.parametrize("make", ANALYSES)

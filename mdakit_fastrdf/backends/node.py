@@ -8,6 +8,7 @@ import math
 import os
 import pickle
 import signal
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -352,7 +353,11 @@ class NodeBackend(_OwnBackend):
             f"the run was stopped and no result was produced.{hint}")
 
     @staticmethod
-    def _shutdown(workers, graceful):
+    def _shutdown(workers, graceful, wait=True):
+        """End `workers`: told to stop (`graceful`, idle ones) or terminated. Those ended
+        are waited for (then killed after 5 s), in this thread, or (`wait` False) in a
+        background thread: a run's readers, 24-30 processes whose exits (their mappings
+        torn down) took 0.1-0.2 s of a cold run's end on 2x H200 (benchmarks/NOTES.md)."""
         stopped = []
         for w in workers:
             if w.proc.exitcode is not None:
@@ -370,19 +375,30 @@ class NodeBackend(_OwnBackend):
         # A worker that has run and is told to stop has handed back all it computed: it may
         # end (a GPU worker releases its CUDA context, ~0.1 s) after the run returns;
         # multiprocessing reaps it. Every other worker is ended and waited for.
-        deadline = time.monotonic() + 5.0
+        ended = [w.proc for w in workers if w not in stopped]
         for w in workers:
-            if w not in stopped:
-                w.proc.join(max(0.0, deadline - time.monotonic()))
-        for w in workers:
-            if w not in stopped and w.proc.exitcode is None:
-                w.proc.kill()
-                w.proc.join(1.0)
             try:
                 w.conn.close()
             except Exception:  # noqa: BLE001, S110 - closing anyway
                 pass
             w.status = "ended"
+        if wait:
+            _reap(ended)
+        elif ended:
+            threading.Thread(target=_reap, args=(ended,), daemon=True,
+                             name="mdakit-fastrdf-reaper").start()
+
+
+def _reap(procs, timeout=5.0):
+    """Wait for terminated processes `procs` (at most `timeout` s in all), then kill and
+    wait for those still there."""
+    deadline = time.monotonic() + timeout
+    for p in procs:
+        p.join(max(0.0, deadline - time.monotonic()))
+    for p in procs:
+        if p.exitcode is None:
+            p.kill()
+            p.join(1.0)
 
 
 class _NodeRun:
@@ -748,7 +764,9 @@ class _NodeRun:
         else:
             if pool is not None:
                 pool.forget(self.workers + self.readers)
-            b._shutdown(self.readers, graceful=False)  # they hold nothing: end them first
+            # readers hold nothing: ended first, and not waited for (they have written
+            # every frame of the run; their exits need not delay its return)
+            b._shutdown(self.readers, graceful=False, wait=self.ok)
             b._shutdown(self.workers, graceful=self.ok)
         if self.payload_file:
             try:
