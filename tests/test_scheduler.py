@@ -21,6 +21,7 @@ from mdakit_fastrdf.backends.frames import (
     WorkerFrames,
     current_part,
 )
+from mdakit_fastrdf.backends import scheduler
 from mdakit_fastrdf.backends.scheduler import Scheduler, WorkerState, guided_sizes
 from mdakit_fastrdf.backends.simulate import simulate
 from mdakit_fastrdf.backends.topology import NodeTopology, detect_topology
@@ -68,7 +69,8 @@ def test_second_copy_does_not_count():
     assert s.on_done(1, 0, 0.2, 5.1)[0] is False
 
 
-def test_cpu_worker_beside_gpus_takes_only_what_it_finishes_in_time():
+def test_cpu_worker_beside_gpus_takes_only_what_it_finishes_in_time(monkeypatch):
+    monkeypatch.setattr(scheduler, "PROBE_S", 1.0)  # (600 frames: 2 s of the GPUs' work)
     sizes = guided_sizes(600, 2)
     s = _sched(sizes, ["gpu", "gpu", "cpu"])
     assert s.on_ready(0, 0.0) == [0] and s.on_ready(1, 0.0) == [1]
@@ -87,6 +89,20 @@ def test_cpu_worker_beside_gpus_takes_only_what_it_finishes_in_time():
     t = sizes[0] / 150
     assert s.on_done(2, first[0], sizes[first[0]] / 2.0, t)[2] == []
     assert s.stats["cpu_parts_declined"] >= 1
+
+
+@pytest.mark.parametrize("n_frames, probes", [(600, False), (6000, True)])
+def test_cpu_worker_probes_only_a_run_long_enough(n_frames, probes):
+    """A CPU worker's first part (its rate unknown) only while the GPUs have more than
+    PROBE_S seconds of frames left: 600 frames at 300 frames/s leave too few."""
+    sizes = guided_sizes(n_frames, 2)
+    s = _sched(sizes, ["gpu", "gpu", "cpu"])
+    s.on_ready(0, 0.0), s.on_ready(1, 0.0), s.on_ready(2, 0.0)
+    t = sizes[0] / 150
+    s.on_done(0, 0, t, t)
+    got = s.idle(t)
+    assert (got != [] and got[0][0] == 2) is probes, got
+    assert (s._fast_left(t) / s._fast_rate() >= scheduler.PROBE_S) is probes
 
 
 @pytest.mark.parametrize("wait_s, takes", [(0.01, True), (0.2, False)])

@@ -767,7 +767,9 @@ class _NodeRun:
             # readers hold nothing: ended first, and not waited for (they have written
             # every frame of the run; their exits need not delay its return)
             b._shutdown(self.readers, graceful=False, wait=self.ok)
+            mark("readers_ended", "parent")
             b._shutdown(self.workers, graceful=self.ok)
+            mark("workers_ended", "parent")
         if self.payload_file:
             try:
                 os.unlink(self.payload_file)
@@ -781,6 +783,7 @@ class _NodeRun:
             for q in ([self.tasks] if self.tasks is not None else []) + list(self.filled.values()):
                 q.close()
                 q.cancel_join_thread()
+        mark("files_closed", "parent")
         if self.bar is not None:
             self.bar.close()
         states = self.sched.workers if self.sched is not None else {}

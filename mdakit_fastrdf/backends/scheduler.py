@@ -40,8 +40,13 @@ __all__ = ["HEDGE", "Scheduler", "guided_sizes"]
 HEDGE = 1.5
 MARGIN_S = 0.05
 #: A CPU worker beside GPU workers takes its first part (its rate unknown) only while the
-#: GPU workers have at least PROBE_S seconds of frames left.
-PROBE_S = 1.0
+#: GPU workers have at least PROBE_S seconds of frames left: that first part costs the
+#: readers beside it (caches, memory bandwidth, even at idle priority) for its length, and
+#: only a run long enough can win it back. Measured on 2x H200, 600 frames of 1M atoms of
+#: XTC (one GPU, ~4 s): probes of 2-3 frames of ~0.65 s each raised the GPU's waits for
+#: frames from 0.21 to 0.62 s, 0.90x the GPU alone; at 2,400 frames the same probes gave
+#: 1.02x (benchmarks/NOTES.md, 2026-11-28, third session).
+PROBE_S = 5.0
 #: A CPU worker beside GPU workers fed by readers takes no part while those GPU workers
 #: have waited for frames (beyond each one's first wait) more than STARVED of their busy
 #: time: the readers are then the limit, and a CPU worker's cycles, even at idle priority
