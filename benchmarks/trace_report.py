@@ -83,6 +83,9 @@ def _report_run(directory, ev, out):
         line = (f"{kind} pid {pid}: " + ", ".join(f"{k} {v:.3f}" for k, v in first.items()
                                                  if k in ("entry", "payload", "unpickled", "client",
                                                           "layout", "warm", "part", "frame")))
+        span = next((e.get("cuda_start") for e in es if e["event"] == "warm"), None)
+        if span and span[1] >= t0:  # the early driver start's thread (engine.start_cuda_early)
+            line += f", driver started {span[0] - t0:.3f}..{span[1] - t0:.3f}"
         if work:
             busy = sum(work)
             line += (f"; {len(work)} frames: work median {1e3 * statistics.median(work):.2f} ms, "

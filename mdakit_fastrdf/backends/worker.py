@@ -11,7 +11,8 @@ import threading
 import time
 import traceback
 
-from ..engine import WorkerPlacement, set_worker_placement, start_cuda_early
+from ..engine import (WorkerPlacement, cuda_start_span, set_worker_placement,
+                      start_cuda_early)
 from .base import _analysis_of, _PartResult
 from .feed import RUN_OVER, FeedClient, keep_rings, mapped_ring, read_frames
 from .frames import CancelFlags, PartCancelled, current_part, set_frame_source
@@ -287,7 +288,7 @@ def _compute_run(conn, spec, payload, queues, feed, cancel, gen, state):
         set_frame_source(client)
         if spec.kind == "gpu":  # its CUDA context while the readers read the first frames
             _analysis_of(func)._warm_up()
-            mark("warm", spec.kind, rank=spec.rank)
+            mark("warm", spec.kind, rank=spec.rank, cuda_start=cuda_start_span[:])
     while True:
         msg = conn.recv() if client is None else client.next_message()
         if isinstance(msg, Stop):

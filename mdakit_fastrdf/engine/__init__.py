@@ -13,6 +13,7 @@ import math
 import numbers
 import os
 import threading
+import time
 import warnings
 from dataclasses import dataclass
 
@@ -149,6 +150,11 @@ def _cuda_init():
     return _cuda_module()
 
 
+#: ``[start, end]`` (``time.time()``) of :func:`start_cuda_early`'s driver start in this
+#: process, once it has ended (for traces)
+cuda_start_span: list = []
+
+
 def start_cuda_early():
     """Start the NVIDIA driver and the first visible GPU's primary context in a background
     thread, for a GPU worker that will soon make an engine: the driver's start (~0.3-0.5 s,
@@ -170,9 +176,11 @@ def start_cuda_early():
     _cuda_pid = os.getpid()
 
     def start():
+        t0 = time.time()
         dev, ctx = ctypes.c_int(), ctypes.c_void_p()
         if lib.cuInit(0) == 0 and lib.cuDeviceGet(ctypes.byref(dev), 0) == 0:
             lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev)  # kept for the process
+        cuda_start_span[:] = [t0, time.time()]
 
     t = threading.Thread(target=start, name="mdakit-fastrdf-cuda-start", daemon=True)
     t.start()
