@@ -182,9 +182,21 @@ def test_fed_cpu_worker_equals_unfed_and_serial(adk_water, make):
     assert [w["frames"] for w in run["workers"]] == [len(adk_water.trajectory)]
 
 
-def test_readers_end_after_a_run_without_delaying_it(adk_water):
-    """A run's readers are ended as it returns and reaped in the background: none is left
-    running or as a zombie a few seconds later."""
+def test_readers_end_after_a_run_without_delaying_it(adk_water, monkeypatch):
+    """A run's readers are ended as it returns and reaped in a background thread, not the
+    caller's: none is left running or as a zombie a few seconds later."""
+    import threading
+
+    from mdakit_fastrdf.backends import node
+
+    reaped_in = []
+    reap = node._reap
+
+    def recording_reap(procs, *args, **kwargs):
+        reaped_in.append((threading.current_thread() is threading.main_thread(), len(procs)))
+        return reap(procs, *args, **kwargs)
+
+    monkeypatch.setattr(node, "_reap", recording_reap)
     ow = adk_water.select_atoms("name OW")
     backend = NodeBackend(gpus=None, readers=3, cpu_workers=1, part_frames=3)
     InterRDF(ow, ow).run(backend=backend)
@@ -202,6 +214,7 @@ def test_readers_end_after_a_run_without_delaying_it(adk_water):
     while any(there(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(there(p) for p in pids)
+    assert (False, 3) in reaped_in  # the readers, off the caller's thread
 
 
 @pytest.mark.parametrize("make", ANALYSES)

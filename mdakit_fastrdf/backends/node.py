@@ -766,7 +766,7 @@ class _NodeRun:
                 pool.forget(self.workers + self.readers)
             # readers hold nothing: ended first, and not waited for (they have written
             # every frame of the run; their exits need not delay its return)
-            b._shutdown(self.readers, graceful=False, wait=self.ok)
+            b._shutdown(self.readers, graceful=False, wait=not self.ok)
             mark("readers_ended", "parent")
             b._shutdown(self.workers, graceful=self.ok)
             mark("workers_ended", "parent")
