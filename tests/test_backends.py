@@ -235,6 +235,11 @@ def test_hybrid_fed_cpu_workers_run_at_idle_priority(adk):
         _assert_identical(par, ser)
         policy = {w["kind"]: os.sched_getscheduler(w["pid"])
                   for w in node.last_run["workers"]}
+        # the readers read ahead for the GPU worker as if it were alone; the CPU worker
+        # beside it reads one frame ahead
+        ahead = {w["kind"]: w["lookahead"] for w in node.last_run["workers"]}
+        n_readers = len(node.last_run["readers"])
+        assert ahead == {"gpu": 2 * n_readers + 2, "cpu": 2}
         readers = {os.sched_getscheduler(r["pid"]) for r in node.last_run["readers"]}
     assert policy == {"gpu": os.SCHED_OTHER, "cpu": os.SCHED_IDLE}
     assert readers == {os.SCHED_OTHER}

@@ -30,6 +30,9 @@ __all__ = ["NodeBackend"]
 
 #: Bytes of frame slots per fed worker (at most; see NodeBackend, Readers)
 FEED_RING_BYTES = 1 << 30
+#: Frame slots of a CPU worker beside GPU workers (it reads one frame ahead of the one it
+#: computes: the readers' share goes to the GPU workers)
+SLOW_RING_SLOTS = 3
 #: seconds a warm engine's next run waits for a worker that was still busy with a
 #: cancelled copy when the last run ended (:meth:`_Pool.settle`); one that has not stopped
 #: by then is ended and replaced (a new GPU worker costs ~0.5-0.8 s: its CUDA start)
@@ -446,7 +449,7 @@ class _NodeRun:
         self.to_send = 0
         self.rings, self.filled, self.tasks, self.preissue = {}, {}, None, []
         self.all_mapped = self.reused_rings = False
-        self.lookahead = 0
+        self.lookahead = {}  # rank -> frames a fed worker reads ahead
         self.flags = None
         self.workers: list[_Worker] = []
         self.readers: list[_Worker] = []
@@ -476,7 +479,8 @@ class _NodeRun:
         self.flags = CancelFlags.new(len(self.computations),
                                      ring_directory(len(self.computations)))
         states = [WorkerState(s.rank, "gpu" if s.kind == "gpu" else "cpu",
-                              fed=bool(self.rings), lookahead=self.lookahead) for s in specs]
+                              fed=bool(self.rings), lookahead=self.lookahead.get(s.rank, 0))
+                  for s in specs]
         self.sched = Scheduler(self.sizes, states)
         now = time.perf_counter()
         if live:
@@ -531,13 +535,21 @@ class _NodeRun:
         # Slots: at least one per reader and two more; up to FEED_RING_BYTES per worker, so
         # that the readers read ahead while a GPU worker starts (imports, CUDA: ~1 s), and
         # no more than a worker's share of the frames
-        share = math.ceil(sum(self.sizes) / len(specs)) + 1
-        n_slots = max(3, math.ceil(n_readers / len(specs)) + 2,
+        # The readers read for the fast workers: the GPU workers when there are any (a CPU
+        # worker beside them computes a frame while they compute a hundred: a small ring,
+        # and no share of the readers). Sized by all the workers, the GPU worker of a
+        # hybrid plan read ahead too little and waited for each part's first frames (2x
+        # H200, XTC: 0.41 s against 0.02 s alone, benchmarks/NOTES.md)
+        fast = [s for s in specs if s.kind == "gpu"] or specs
+        share = math.ceil(sum(self.sizes) / len(fast)) + 1
+        n_slots = max(3, math.ceil(n_readers / len(fast)) + 2,
                       min(FEED_RING_BYTES // slot_bytes, share, 1024))
+        slots = {s.rank: n_slots if s in fast else SLOW_RING_SLOTS for s in specs}
         # a fed worker asks for its next part when fewer frames than this are known ahead:
         # twice its share of the readers, so that every reader has a frame
-        self.lookahead = min(n_slots, 2 * math.ceil(n_readers / len(specs)) + 2)
-        where = ring_directory(len(specs) * n_slots * slot_bytes)
+        ahead = min(n_slots, 2 * math.ceil(n_readers / len(fast)) + 2)
+        self.lookahead = {s.rank: ahead if s in fast else SLOW_RING_SLOTS - 1 for s in specs}
+        where = ring_directory(sum(slots.values()) * slot_bytes)
         if pool is not None and pool.tasks is not None:
             self.tasks, self.filled = pool.tasks, pool.filled
         else:
@@ -546,7 +558,7 @@ class _NodeRun:
             self.filled = {spec.rank: qctx.Queue() for spec in specs}
         kept = pool.rings if pool is not None and all_live else {}
         if kept and all(s.rank in kept and kept[s.rank].n_rows == n_rows
-                        and kept[s.rank].n_slots >= n_slots for s in specs):
+                        and kept[s.rank].n_slots >= slots[s.rank] for s in specs):
             self.rings = {s.rank: kept[s.rank] for s in specs}
             self.reused_rings = True
             return
@@ -556,7 +568,7 @@ class _NodeRun:
             # the parent only names the file: it does not keep it mapped, so that the
             # last process to unmap a ring (which frees its ~1 GB) is a worker or reader
             # between runs or after its end, not the parent before run() returns
-            ring = self.rings[spec.rank] = Ring.new(n_slots, n_rows, where)
+            ring = self.rings[spec.rank] = Ring.new(slots[spec.rank], n_rows, where)
             ring.close()
 
     def _feed_of(self, spec, now):
@@ -574,8 +586,9 @@ class _NodeRun:
         pre = frames[: ring.n_slots]
         self.preissue.extend(Reading(self.gen, spec.rank, pos % ring.n_slots, pos, frame)
                              for pos, frame in enumerate(pre))
-        feed = (ring.spec(), self.tasks, self.filled[spec.rank], len(pre), self.lookahead)
-        return first, feed, (ring.spec(), len(pre), self.lookahead)
+        ahead = self.lookahead[spec.rank]
+        feed = (ring.spec(), self.tasks, self.filled[spec.rank], len(pre), ahead)
+        return first, feed, (ring.spec(), len(pre), ahead)
 
     def _launch(self, spec, feed, pooled):
         """A new process for `spec` (forked ones inherit the pickled analysis; the others
@@ -806,7 +819,7 @@ class _NodeRun:
                  "pid": w.pid, "cpus": w.cpus, "parts": state(w, "parts"),
                  "frames": state(w, "frames"), "busy_s": state(w, "busy_s", 0.0),
                  "duplicates": state(w, "duplicates"), "cancelled": state(w, "cancelled"),
-                 "feed_wait_s": w.feed_wait_s,
+                 "feed_wait_s": w.feed_wait_s, "lookahead": self.lookahead.get(w.spec.rank, 0),
                  "devices_used": sorted(w.devices_used)}
                 for w in self.workers],
             "readers": [{"rank": w.spec.rank, "pid": w.pid or w.proc.pid,
