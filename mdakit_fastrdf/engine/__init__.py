@@ -147,6 +147,9 @@ def _cuda_init():
             "cannot be used here; start GPU workers with the 'spawn' or 'forkserver' method"
         )
     _cuda_pid = os.getpid()
+    if _early_start is not None:
+        # the driver started by start_cuda_early, in its turn: not a second start beside it
+        _early_start.join()
     return _cuda_module()
 
 
@@ -155,16 +158,61 @@ def _cuda_init():
 cuda_start_span: list = []
 
 
+#: the thread of :func:`start_cuda_early` in this process (the engine waits for it before
+#: its own first CUDA call)
+_early_start = None
+
+
+def _start_lock_path() -> str:
+    """The file whose lock GPU workers of this user take in turn to start the driver."""
+    import tempfile
+
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    return os.path.join(tempfile.gettempdir(), f".mdakit-fastrdf-cuda-start-{uid}.lock")
+
+
+def _taking_turns(start, patience=10.0):
+    """Run `start` holding an exclusive lock on :func:`_start_lock_path` (where ``fcntl``
+    exists and the file can be opened; else at once). A lock still held by another
+    process after `patience` seconds (one stuck in its driver's start) is not waited for."""
+    try:
+        import fcntl
+
+        fd = os.open(_start_lock_path(), os.O_RDWR | os.O_CREAT, 0o600)
+    except (ImportError, OSError):
+        return start()
+    try:
+        deadline = time.monotonic() + patience
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.002)
+            except OSError:
+                break
+        return start()
+    finally:
+        os.close(fd)  # (the lock goes with the descriptor)
+
+
 def start_cuda_early():
     """Start the NVIDIA driver and the first visible GPU's primary context in a background
-    thread, for a GPU worker that will soon make an engine: the driver's start (~0.3-0.5 s,
-    longer when several processes start at once) then overlaps what the worker does
-    before its first frame (receiving and unpickling the analysis) instead of following
-    it. The calls go through ``ctypes`` to ``libcuda``, which releases the GIL, so the
-    worker's own thread runs meanwhile; the engine's later CUDA calls find the driver
-    started (the driver serialises a concurrent start). Returns the thread, or None where
-    there is no driver library (the engine then says why, as it would have)."""
-    global _cuda_pid
+    thread, for a GPU worker that will soon make an engine: the driver's start (~0.4 s on
+    an H200) then overlaps what the worker does before its first frame (receiving and
+    unpickling the analysis) instead of following it. The calls go through ``ctypes`` to
+    ``libcuda``, which releases the GIL, so the worker's own thread runs meanwhile; the
+    engine waits for the thread before its own first CUDA call.
+
+    The GPU workers of a node take turns (a lock on a file of this user's in the temporary
+    directory): the driver serialises the starts of several processes anyway, so that two
+    starting at once are both ready after twice the time of one (2x H200: 0.69-0.76 s each,
+    against 0.37-0.43 s alone, benchmarks/NOTES.md); in turn the first is ready after one
+    start and the GPUs' mean wait falls. Returns the thread, or None where there is no
+    driver library (the engine then says why, as it would have)."""
+    global _cuda_pid, _early_start
     import ctypes
 
     try:
@@ -182,8 +230,10 @@ def start_cuda_early():
             lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev)  # kept for the process
         cuda_start_span[:] = [t0, time.time()]
 
-    t = threading.Thread(target=start, name="mdakit-fastrdf-cuda-start", daemon=True)
+    t = threading.Thread(target=_taking_turns, args=(start,), name="mdakit-fastrdf-cuda-start",
+                         daemon=True)
     t.start()
+    _early_start = t
     return t
 
 
