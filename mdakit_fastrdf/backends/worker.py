@@ -11,8 +11,12 @@ import threading
 import time
 import traceback
 
-from ..engine import (WorkerPlacement, cuda_start_span, set_worker_placement,
-                      start_cuda_early)
+from ..engine import (
+    WorkerPlacement,
+    cuda_start_span,
+    set_worker_placement,
+    start_cuda_early,
+)
 from .base import _analysis_of, _PartResult
 from .feed import RUN_OVER, FeedClient, keep_rings, mapped_ring, read_frames
 from .frames import CancelFlags, PartCancelled, current_part, set_frame_source
