@@ -1,7 +1,7 @@
-"""How long a GPU worker's CUDA start takes when G processes start at once, one after
-another, or in one process: the driver (``cuInit`` and the primary context, through
-``ctypes``, as :func:`mdakit_fastrdf.engine.start_cuda_early` does) and then the package's
-engine state (``Engine._make_impl``: the kernels' module and device buffers).
+"""How long a GPU worker's CUDA start takes when G processes start at once: the driver
+(``cuInit`` and the primary context, through ``ctypes``) called directly, or through the
+package's own early start (:func:`mdakit_fastrdf.engine.start_cuda_early`, which takes
+turns on a file lock), and then the package's engine state (``Engine._make_impl``).
 
 Each process sees one GPU (``CUDA_VISIBLE_DEVICES``), as the node backend's GPU workers do.
 Prints, for each layout, when each GPU's driver and engine were ready (seconds from the
@@ -31,13 +31,19 @@ t0 = time.time()
 import numpy as np
 from mdakit_fastrdf.engine import Engine
 t_import = time.time()
-lib = ctypes.CDLL("libcuda.so.1")
-dev, ctx = ctypes.c_int(), ctypes.c_void_p()
-assert lib.cuInit(0) == 0
-t_init = time.time()
-assert lib.cuDeviceGet(ctypes.byref(dev), 0) == 0
-assert lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0
-t_ctx = time.time()
+if sys.argv[2] == "turns":  # the package's own start: GPU workers take turns (a file lock)
+    from mdakit_fastrdf import engine
+    engine.start_cuda_early()
+    engine._cuda_init()  # (waits for the early start)
+    t_init = t_ctx = time.time()
+else:
+    lib = ctypes.CDLL("libcuda.so.1")
+    dev, ctx = ctypes.c_int(), ctypes.c_void_p()
+    assert lib.cuInit(0) == 0
+    t_init = time.time()
+    assert lib.cuDeviceGet(ctypes.byref(dev), 0) == 0
+    assert lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0
+    t_ctx = time.time()
 eng = Engine(device="cuda:0")
 eng._make_impl(np.array([0, 1000], dtype=np.int64), np.array([[0, 0]], dtype=np.int32))
 t_engine = time.time()
@@ -46,9 +52,9 @@ print(json.dumps({"start": t0, "import": t_import, "init": t_init, "ctx": t_ctx,
 """
 
 
-def _launch(gpu, t_go):
+def _launch(gpu, t_go, how="plain"):
     env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu))
-    return subprocess.Popen([sys.executable, "-c", _CHILD, repr(t_go)], env=env,
+    return subprocess.Popen([sys.executable, "-c", _CHILD, repr(t_go), how], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -65,15 +71,12 @@ def at_once(n_gpus):
     return t_go, [_collect(p) for p in procs]
 
 
-def one_after_another(n_gpus):
-    """Each process starts its driver once the one before has its context: the driver's
-    start serialised by hand."""
+def in_turns(n_gpus):
+    """All at once, each through engine.start_cuda_early (the GPU workers' start, which
+    takes turns on a file lock)."""
     t_go = time.time() + 1.5
-    res = []
-    for k in range(n_gpus):
-        go = t_go if k == 0 else res[-1]["ctx"]
-        res.append(_collect(_launch(k, go)))
-    return t_go, res
+    procs = [_launch(k, t_go, "turns") for k in range(n_gpus)]
+    return t_go, [_collect(p) for p in procs]
 
 
 def main(argv=None):
@@ -86,7 +89,7 @@ def main(argv=None):
         out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout
         n = sum(line.startswith("GPU ") for line in out.splitlines())
     rows = []
-    for layout, fn in (("at once", at_once), ("one after another", one_after_another)):
+    for layout, fn in (("at once", at_once), ("at once, in turns (start_cuda_early)", in_turns)):
         for g in sorted({1, n}):
             for r in range(args.repeat):
                 t_go, res = fn(g)
