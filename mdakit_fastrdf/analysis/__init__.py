@@ -8,6 +8,8 @@ from .species import SpeciesRDF
 from .kirkwood_buff import KirkwoodBuff
 from .structure_factor import StructureFactor
 from .debye import DebyeScattering
+from .intermediate_scattering import IntermediateScattering
 
 __all__ = ["CylindricalRDF", "DebyeScattering", "FirstShell", "InterRDF", "InterRDF_s",
-           "KirkwoodBuff", "LateralRDF", "SpeciesRDF", "StructureFactor", "first_shell"]
+           "IntermediateScattering", "KirkwoodBuff", "LateralRDF", "SpeciesRDF",
+           "StructureFactor", "first_shell"]
