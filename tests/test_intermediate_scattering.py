@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import MDAnalysis as mda
+from conftest import requires_gpu
 from MDAnalysis.coordinates.memory import MemoryReader
 from MDAnalysis.lib.mdamath import triclinic_vectors
 
@@ -206,3 +207,15 @@ def test_bad_input_is_a_clear_error():
     v = _universe(x, dims, ["O"] * 20)
     with pytest.raises(ValueError, match="constant box"):
         IntermediateScattering(v.atoms, q=[1.0], lags=2).run()
+
+
+@requires_gpu
+@pytest.mark.gpu
+def test_gpu_amplitudes_give_the_cpu_results():
+    """device='cuda': the amplitudes summed on the GPU, the same F(q, t) as the CPU's to
+    rounding (both float64 sums, in another order)."""
+    u = _brownian(n=2000, frames=20)
+    kw = dict(q=[0.6, 1.2, 2.4], lags=10, self_part=False)
+    cpu = IntermediateScattering(u.atoms, device="cpu", **kw).run().results
+    gpu = IntermediateScattering(u.atoms, device="cuda", **kw).run().results
+    np.testing.assert_allclose(gpu.f_coherent, cpu.f_coherent, rtol=1e-9, atol=1e-12)
