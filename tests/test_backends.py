@@ -235,12 +235,14 @@ def test_hybrid_fed_cpu_workers_run_at_idle_priority(adk):
         _assert_identical(par, ser)
         policy = {w["kind"]: os.sched_getscheduler(w["pid"])
                   for w in node.last_run["workers"]}
-        # the readers read ahead for the GPU worker as if it were alone; the CPU worker
-        # beside it reads one frame ahead
         ahead = {w["kind"]: w["lookahead"] for w in node.last_run["workers"]}
-        n_readers = len(node.last_run["readers"])
-        assert ahead == {"gpu": 2 * n_readers + 2, "cpu": 2}
         readers = {os.sched_getscheduler(r["pid"]) for r in node.last_run["readers"]}
+    # the readers read ahead for the GPU worker as if it were alone (the same plan
+    # without CPU workers); the CPU worker beside it reads two frames ahead
+    alone = NodeBackend(topology=topo, _gpu_standin=True, gpu_start_method="spawn")
+    _interrdf(adk).run(step=4, backend=alone)
+    assert ahead == {"gpu": alone.last_run["workers"][0]["lookahead"], "cpu": 2}
+    assert len(alone.last_run["readers"]) == len(node.last_run["readers"])
     assert policy == {"gpu": os.SCHED_OTHER, "cpu": os.SCHED_IDLE}
     assert readers == {os.SCHED_OTHER}
 

@@ -823,7 +823,7 @@ class _NodeRun:
                  "devices_used": sorted(w.devices_used)}
                 for w in self.workers],
             "readers": [{"rank": w.spec.rank, "pid": w.pid or w.proc.pid,
-                         "cpus": w.cpus or list(w.spec.cpus)}
+                         "cpus": w.cpus or list(w.spec.cpus), "mapped": w.mapped}
                         for w in self.readers],
         }
 
