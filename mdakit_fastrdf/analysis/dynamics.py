@@ -18,8 +18,8 @@ import numbers
 
 import numpy as np
 
-__all__ = ["MAX_STEP_FRACTION", "check_lags", "check_origins", "time_correlation",
-           "unwrap_positions"]
+__all__ = ["MAX_STEP_FRACTION", "check_lags", "check_origins", "origin_frames",
+           "time_correlation", "unwrap_positions"]
 
 #: :func:`unwrap_positions` refuses a trajectory in which an atom moves more than this
 #: fraction of the box's smallest perpendicular width between two analysed frames: the
@@ -41,7 +41,7 @@ def check_lags(lags, n_frames) -> np.ndarray:
 
     Raises
     ------
-    ValueError, TypeError
+    ValueError
         Negative, non-integer, empty, or too long lags (naming the largest allowed).
     """
     n_frames = int(n_frames)
@@ -56,7 +56,7 @@ def check_lags(lags, n_frames) -> np.ndarray:
             arr = None
         if arr is None or arr.ndim != 1 or arr.dtype == bool \
                 or not np.issubdtype(arr.dtype, np.integer):
-            raise TypeError(f"lags must be an int (every lag up to it) or a sequence of ints "
+            raise ValueError(f"lags must be an int (every lag up to it) or a sequence of ints "
                             f"(frames), got {lags!r}")
         if arr.size == 0:
             raise ValueError("lags: give at least one lag")
@@ -78,6 +78,15 @@ def check_origins(origins) -> int:
         raise ValueError(f"origins must be a positive int (every origins-th frame is a time "
                          f"origin), got {origins!r}")
     return int(origins)
+
+
+def origin_frames(n_frames, lag, origins) -> np.ndarray:
+    """The time origins :math:`t_0 = 0, s, 2s, \\dots` with :math:`t_0 + \\tau` below
+    `n_frames` (indices of analysed frames, int64; empty when the lag is too long)."""
+    lag = int(lag)
+    if lag < 0:
+        raise ValueError(f"lag={lag}: a lag is a number of frames >= 0")
+    return np.arange(0, max(int(n_frames) - lag, 0), check_origins(origins), dtype=np.int64)
 
 
 def _box_matrices(dimensions) -> np.ndarray:
@@ -201,7 +210,7 @@ def time_correlation(a, b=None, lags=(0,), origins=1) -> np.ndarray:
         out = np.empty((len(lags),) + a.shape[1:],
                        dtype=np.complex128 if complex_out else np.float64)
         for k, tau in enumerate(lags):
-            t0 = np.arange(0, n - tau, origins)
+            t0 = origin_frames(n, tau, origins)
             out[k] = np.mean(a[t0] * np.conj(b[t0 + tau]), axis=0)
         return out
     return out if complex_out else out.real
