@@ -18,7 +18,7 @@ from MDAnalysis.analysis.results import Results
 from ..engine import NO_BOX, prepare_box
 from .base import PairHistogramBase, PairLayout, available_memory_bytes
 from .checks import check_atomgroup
-from .declarations import Field, OutputSpec
+from .declarations import Curve, Field, OutputSpec
 from .dynamics import check_lags, check_origins, time_correlation, unwrap_positions
 from .scattering import species_elements, species_weights
 from .species import group_species
@@ -367,10 +367,33 @@ class IntermediateScattering(PairHistogramBase):
             out.f_self = fs
             wts = sizes[:, None] * self._v ** 2
             out.f_self_total = np.einsum("aq,alq->lq", wts, fs) / wts.sum(axis=0)
-        # the per-frame rows (positions, amplitudes) were the means to these ends
-        for name in self._frame_rows():
+        # the per-frame rows (positions, amplitudes) were the means to these ends, and the
+        # base's one-bin distance histogram (never filled) and frame index with them
+        for name in (*self._frame_rows(), "frame_index", "count_uint64"):
             res.pop(name, None)
         res.update(out)
+
+    @classmethod
+    def _plot_axes(cls, results, parameters):
+        from .declarations import PlotAxes
+
+        t = np.asarray(results.times, dtype=np.float64)
+        return PlotAxes(x=t, xlabel="t (ps)", ylabel="F(q, t)",
+                        xlim=(float(t[0]), float(t[-1]) if t[-1] > t[0] else 1.0))
+
+    @classmethod
+    def _curves(cls, results, parameters, *, coherent=True, self_part=True):
+        """For every q: the total self :math:`F_s(q, t)` (dashed in the label) and the
+        total coherent :math:`F(q, t)`, over time."""
+        curves = []
+        for s, q in enumerate(np.asarray(results.q)):
+            if self_part and "f_self_total" in results:
+                curves.append(Curve(f"F$_s$, q = {q:.3g} Å$^{{-1}}$",
+                                    np.asarray(results.f_self_total)[:, s]))
+            if coherent and "f_total" in results:
+                curves.append(Curve(f"F, q = {q:.3g} Å$^{{-1}}$",
+                                    np.asarray(results.f_total)[:, s]))
+        return curves
 
     def _output_parameters(self):
         return {"by_species": [str(s) for s in self.species],
