@@ -1,22 +1,16 @@
-"""Intermediate scattering functions (analysis/intermediate_scattering.py) and the time
-correlation tools they share (analysis/dynamics.py), against independent references:
-MDAnalysis's NoJump, direct double sums, a float64 NumPy sum over the same reciprocal
-vectors, and the analytic F_s(q, t) = exp(-q^2 D t) of Brownian particles."""
-
-import numpy as np
-import pytest
+"""Intermediate scattering functions (analysis/intermediate_scattering.py) against
+independent references: a float64 NumPy sum over the same reciprocal vectors and origins,
+the package's StructureFactor (its direct k-space sum) for F(q, 0) = S(q), and the analytic
+F_s(q, t) = exp(-q^2 D t) of Brownian particles. The time-correlation tools themselves are
+tested in test_dynamics.py."""
 
 import MDAnalysis as mda
+import numpy as np
+import pytest
 from conftest import requires_gpu
 from MDAnalysis.coordinates.memory import MemoryReader
 from MDAnalysis.lib.mdamath import triclinic_vectors
 
-from mdakit_fastrdf.analysis.dynamics import (
-    check_lags,
-    check_origins,
-    time_correlation,
-    unwrap_positions,
-)
 from mdakit_fastrdf.analysis.intermediate_scattering import (
     IntermediateScattering,
     incoherent_scattering_length,
@@ -24,7 +18,7 @@ from mdakit_fastrdf.analysis.intermediate_scattering import (
 
 
 def _universe(positions, dims, elements=None, dt=1.0):
-    f, n, _ = positions.shape
+    n = positions.shape[1]
     u = mda.Universe.empty(n, trajectory=True)
     if elements is not None:
         u.add_TopologyAttr("elements", list(elements))
@@ -40,62 +34,6 @@ def _brownian(n=1000, frames=120, box=30.0, D=0.05, dt=1.0, seed=0):
         rng.normal(0.0, np.sqrt(2 * D * dt), (frames, n, 3)), axis=0)
     return _universe(np.mod(x, box), [box, box, box, 90, 90, 90],
                      ["O"] * (n // 2) + ["H"] * (n - n // 2), dt=dt)
-
-
-# -- dynamics.py ---------------------------------------------------------------------------
-
-@pytest.mark.parametrize("origins", [1, 3])
-def test_time_correlation_equals_a_direct_double_sum(origins):
-    rng = np.random.default_rng(1)
-    a = rng.normal(size=(37, 4)) + 1j * rng.normal(size=(37, 4))
-    b = rng.normal(size=(37, 4)) + 1j * rng.normal(size=(37, 4))
-    lags = [0, 1, 5, 36]
-    got = time_correlation(a, b, lags, origins)
-    for k, tau in enumerate(lags):
-        t0 = range(0, 37 - tau, origins)
-        ref = sum(a[t] * np.conj(b[t + tau]) for t in t0) / len(t0)
-        np.testing.assert_allclose(got[k], ref, rtol=1e-12, atol=1e-12)
-    real = time_correlation(a.real, lags=lags)
-    assert real.dtype == np.float64
-
-
-@pytest.mark.parametrize("dims", [[20.0, 22.0, 25.0, 90, 90, 90], [20.0, 21.0, 23.0, 70, 80, 100]])
-def test_unwrap_equals_mdanalysis_nojump(dims):
-    """Atoms diffusing across the box, wrapped: made whole as NoJump makes them."""
-    from MDAnalysis.transformations.nojump import NoJump
-
-    rng = np.random.default_rng(2)
-    h = triclinic_vectors(np.array(dims, dtype=np.float32)).astype(np.float64)
-    frac = rng.random((1, 50, 3)) + np.cumsum(rng.normal(0, 0.03, (40, 50, 3)), axis=0)
-    true = frac @ h
-    wrapped = np.mod(frac, 1.0) @ h
-    u = _universe(wrapped, [dims] * 40)
-    ours = unwrap_positions(u.trajectory.timeseries(order="fac"), [dims] * 40)
-    u.trajectory.add_transformations(NoJump())
-    ref = np.array([ts.positions.astype(np.float64) for ts in u.trajectory])
-    np.testing.assert_allclose(ours, ref, atol=2e-3)  # (NoJump works in float32)
-    np.testing.assert_allclose(ours - ours[0], true - true[0], atol=2e-3)
-
-
-def test_unwrap_refuses_a_stride_too_long():
-    rng = np.random.default_rng(3)
-    x = rng.random((3, 10, 3)) * 20.0
-    x[2, 0] = x[1, 0] + [8.0, 0.0, 0.0]  # 0.4 of the width in one step
-    with pytest.raises(ValueError, match="step=1"):
-        unwrap_positions(np.mod(x, 20.0), [[20.0, 20.0, 20.0, 90, 90, 90]] * 3)
-
-
-def test_lags_and_origins_checks():
-    assert check_lags(3, 10).tolist() == [0, 1, 2, 3]
-    assert check_lags([5, 0, 5], 10).tolist() == [0, 5]
-    with pytest.raises(ValueError, match="largest lag allowed is 9"):
-        check_lags(10, 10)
-    with pytest.raises(ValueError, match=">= 0"):
-        check_lags([-1], 10)
-    with pytest.raises(TypeError, match="lags must be"):
-        check_lags([0.5], 10)
-    with pytest.raises(ValueError, match="origins"):
-        check_origins(0)
 
 
 # -- IntermediateScattering ----------------------------------------------------------------
@@ -153,16 +91,40 @@ def test_coherent_equals_a_numpy_sum_over_the_same_vectors(origins):
     for k, (a, b) in enumerate(res.pairs):
         for j in range(len(lags)):
             for s in range(len(q)):
-                assert res.f_coherent[k, j, s] == pytest.approx(ref[(a, b, j, s)], rel=1e-9,
+                assert res.f_coherent[k, j, s] == pytest.approx(ref[(a, b, j, s)], rel=1e-10,
                                                                 abs=1e-12)
     # number weights: F(q, t) is the sum of every ordered pair
     tot = sum((1 if a == b else 2) * res.f_coherent[k] for k, (a, b) in enumerate(res.pairs))
     np.testing.assert_allclose(res.f_total, tot, rtol=1e-12)
 
 
+def test_coherent_at_lag_zero_is_the_static_structure_factor():
+    """F(q, 0) = S(q) of the same vectors and frames: the package's StructureFactor with
+    every q bin on its direct k-space sum (one species, so its Faber-Ziman S(q) is
+    <|rho_k|^2> / N), the bins the same shells."""
+    from mdakit_fastrdf.analysis.structure_factor import StructureFactor
+
+    rng = np.random.default_rng(6)
+    dims = [13.0, 14.0, 15.5, 85, 95, 100]
+    h = triclinic_vectors(np.array(dims, dtype=np.float32)).astype(np.float64)
+    x = (rng.random((1, 80, 3)) + np.cumsum(rng.normal(0, 0.01, (6, 80, 3)), axis=0)) @ h
+    u = _universe(x, [dims] * 6, ["O"] * 80)
+    dq = 0.25
+    q = 0.5 + dq * (np.arange(8) + 0.5)  # shells [0.5, 0.75), ..., [2.25, 2.5)
+    res = IntermediateScattering(u.atoms, q=q, lags=3, dq=dq, self_part=False).run().results
+    sq = StructureFactor(u.atoms, range=(0.0, 5.0), nbins=500, q_range=(0.5, 2.5), qbins=8,
+                         q_crossover=3.0, device="cpu").run().results
+    assert np.all(np.isfinite(sq.s_direct))
+    # (1e-7: StructureFactor builds its reciprocal vectors from the float32 box of the
+    # timestep, IntermediateScattering from the float64 dimensions; measured 5e-9)
+    np.testing.assert_allclose(res.f_total[0], sq.s_direct, rtol=1e-7)
+    # and the lags decay from it: not the same numbers at lag 3
+    assert not np.allclose(res.f_total[3], sq.s_direct, rtol=1e-3)
+
+
 def test_every_backend_gives_the_same_results():
     u = _brownian(n=300, frames=30)
-    kw = dict(q=[0.7, 1.5], lags=8)
+    kw = {"q": [0.7, 1.5], "lags": 8}
     ser = IntermediateScattering(u.atoms, **kw).run().results
     par = IntermediateScattering(u.atoms, **kw).run(backend="multiprocessing",
                                                     n_workers=2).results
@@ -215,7 +177,29 @@ def test_gpu_amplitudes_give_the_cpu_results():
     """device='cuda': the amplitudes summed on the GPU, the same F(q, t) as the CPU's to
     rounding (both float64 sums, in another order)."""
     u = _brownian(n=2000, frames=20)
-    kw = dict(q=[0.6, 1.2, 2.4], lags=10, self_part=False)
+    kw = {"q": [0.6, 1.2, 2.4], "lags": 10, "self_part": False}
     cpu = IntermediateScattering(u.atoms, device="cpu", **kw).run().results
     gpu = IntermediateScattering(u.atoms, device="cuda", **kw).run().results
     np.testing.assert_allclose(gpu.f_coherent, cpu.f_coherent, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".csv"])
+def test_save_load_and_plot(tmp_path, suffix):
+    """Saved results load back with the same F(q, t); plot() draws F_s and F for each q."""
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from mdakit_fastrdf import load, plot
+
+    u = _brownian(n=200, frames=12)
+    r = IntermediateScattering(u.atoms, q=[1.0, 2.0], lags=4).run()
+    assert "count_uint64" not in r.results and "frame_positions" not in r.results
+    path = tmp_path / f"isf{suffix}"
+    r.save(path)
+    d = load(path)
+    for name in ("f_total", "f_self", "f_coherent", "times"):
+        np.testing.assert_allclose(d.results[name], r.results[name], rtol=1e-12)
+    ax = plot(d)
+    assert len(ax.lines) == 4
+    np.testing.assert_allclose(ax.lines[0].get_xdata(), r.results.times)
