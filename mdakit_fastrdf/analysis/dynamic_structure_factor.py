@@ -100,14 +100,18 @@ class DynamicStructureFactor(IntermediateScattering):
     window : {'hann', 'none'}
         Keyword only.
 
-    Results
-    -------
-    results.omega : numpy.ndarray, (2L + 1,)
-        Angular frequency (rad/ps), increasing.
-    results.s_coherent : (pairs, 2L + 1, q); results.s_total : (2L + 1, q)
-        From ``f_coherent`` and ``f_total`` (ps).
-    results.s_self : (species, 2L + 1, q); results.s_self_total : (2L + 1, q)
-        From ``f_self`` and ``f_self_total`` (ps).
+    Attributes
+    ----------
+    results.omega : numpy.ndarray
+        ``(2L + 1,)`` angular frequencies (rad/ps), increasing.
+    results.s_coherent, results.s_total : numpy.ndarray
+        ``(n_pairs, 2L + 1, n_q)`` and ``(2L + 1, n_q)``: from ``f_coherent`` and
+        ``f_total`` (ps).
+    results.s_self, results.s_self_total : numpy.ndarray
+        ``(n_species, 2L + 1, n_q)`` and ``(2L + 1, n_q)``: from ``f_self`` and
+        ``f_self_total`` (ps).
+    results.window : str
+        The window used.
 
     Besides every result of :class:`IntermediateScattering`.
     """
