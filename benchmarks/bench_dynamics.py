@@ -134,7 +134,8 @@ def main(argv=None):
             lo = q - dq / 2
             ref = np.array([fqt[(kmag >= a) & (kmag < a + dq)].mean(axis=0) for a in lo]).T
             diff = np.max(np.abs(ref - res.f_total) / np.maximum(np.abs(ref), 1e-3))
-            row += [f"{t_theirs:.2f}", f"{t_theirs / t_ours:.1f}x", f"{diff:.1e}"]
+            row += [f"{t_theirs:.2f}", f"{t_theirs / t_ours:.1f}x",
+                    f"{diff:.1e} ({'ok' if diff <= 1e-6 else 'FAILS'} at 1e-6)"]
         else:
             row += ["-", "-", "-"]
         rows.append(row)
@@ -148,6 +149,8 @@ def main(argv=None):
     print("|" + "|".join("---" for _ in head) + "|")
     for r in rows:
         print("| " + " | ".join(str(c) for c in r) + " |")
+    if any("FAILS" in str(r[-1]) for r in rows):
+        sys.exit("dynasor's F(q, t) and ours differ by more than 1e-6")
 
 
 if __name__ == "__main__":
