@@ -108,12 +108,19 @@ def test_warm_runs_keep_the_universe(adk_water, tmp_path, monkeypatch):
                                       changed)
     first, second, third = _unpickled_by_run(tmp_path)
     n = len(node.last_run["workers"]) + len(node.last_run["readers"])
-    # every process unpickles in the first run; in a later short run a reader given no
-    # reading may not load that run's analysis before the run is over (the GPU worker
-    # always does)
-    assert len(first) == n
-    assert all(1 <= len(run) <= n and any(e["role"] == "gpu" for e in run)
-               for run in (second, third))
-    assert all(e["unpickled"] == 1 and e["kept"] == 0 for e in first)
-    assert all(e["unpickled"] == 0 and e["kept"] == 1 for e in second)
-    assert all(e["unpickled"] == 1 and e["kept"] == 0 for e in third)
+    # The GPU worker loads every run's analysis; a reader may still be starting when a
+    # short run ends (or get no reading in it), and then loads a later run's. So: each
+    # process's first load unpickles the Universe; a later load of the unchanged
+    # Universe (the second run) keeps it; the changed one (the third run) is unpickled.
+    assert all(any(e["role"] == "gpu" for e in run) for run in (first, second, third))
+    assert all(len(run) <= n for run in (first, second, third))
+    seen = set()
+    for k, run in enumerate((first, second, third)):
+        for e in sorted(run, key=lambda e: e["t"]):
+            new = e["pid"] not in seen
+            seen.add(e["pid"])
+            if new or k == 2:
+                assert e["unpickled"] == 1 and e["kept"] == 0, (k, e)
+            else:
+                assert e["unpickled"] == 0 and e["kept"] == 1, (k, e)
+    assert len(seen) == n
