@@ -13,9 +13,9 @@ The package is layered (see the design page of the docs):
 """
 
 from ._version import __version__
-from .analysis import (CylindricalRDF, DebyeScattering, InterRDF, InterRDF_s,
-                       IntermediateScattering, KirkwoodBuff, LateralRDF, SpeciesRDF,
-                       StructureFactor, first_shell)
+from .analysis import (CylindricalRDF, DebyeScattering, DynamicStructureFactor, InterRDF,
+                       InterRDF_s, IntermediateScattering, KirkwoodBuff, LateralRDF,
+                       SpeciesRDF, StructureFactor, first_shell)
 from .backends import DaskDistributedBackend, NodeBackend
 from .engine import build_info, cuda_devices
 from .outputs.io import RDFData, load, save
@@ -31,6 +31,7 @@ __all__ = [
     "StructureFactor",
     "DebyeScattering",
     "IntermediateScattering",
+    "DynamicStructureFactor",
     "first_shell",
     "NodeBackend",
     "DaskDistributedBackend",

@@ -9,7 +9,8 @@ from .kirkwood_buff import KirkwoodBuff
 from .structure_factor import StructureFactor
 from .debye import DebyeScattering
 from .intermediate_scattering import IntermediateScattering
+from .dynamic_structure_factor import DynamicStructureFactor
 
-__all__ = ["CylindricalRDF", "DebyeScattering", "FirstShell", "InterRDF", "InterRDF_s",
-           "IntermediateScattering", "KirkwoodBuff", "LateralRDF", "SpeciesRDF",
-           "StructureFactor", "first_shell"]
+__all__ = ["CylindricalRDF", "DebyeScattering", "DynamicStructureFactor", "FirstShell",
+           "InterRDF", "InterRDF_s", "IntermediateScattering", "KirkwoodBuff", "LateralRDF",
+           "SpeciesRDF", "StructureFactor", "first_shell"]
