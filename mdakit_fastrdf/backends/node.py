@@ -8,7 +8,6 @@ import math
 import os
 import pickle
 import signal
-import threading
 import time
 from dataclasses import dataclass, field
 
@@ -356,11 +355,12 @@ class NodeBackend(_OwnBackend):
             f"the run was stopped and no result was produced.{hint}")
 
     @staticmethod
-    def _shutdown(workers, graceful, wait=True):
+    def _shutdown(workers, graceful):
         """End `workers`: told to stop (`graceful`, idle ones) or terminated. Those ended
-        are waited for (then killed after 5 s), in this thread, or (`wait` False) in a
-        background thread: a run's readers, 24-30 processes whose exits (their mappings
-        torn down) took 0.1-0.2 s of a cold run's end on 2x H200 (benchmarks/NOTES.md)."""
+        are waited for (then killed after 5 s), in this thread: reaping them in a background
+        thread saved 0.1 s of a cold run's end on 2x H200, but a thread alive in the parent
+        when it forks the next run's processes deadlocked a forked child under the
+        sanitizers' allocator (benchmarks/NOTES.md)."""
         stopped = []
         for w in workers:
             if w.proc.exitcode is not None:
@@ -385,11 +385,7 @@ class NodeBackend(_OwnBackend):
             except Exception:  # noqa: BLE001, S110 - closing anyway
                 pass
             w.status = "ended"
-        if wait:
-            _reap(ended)
-        elif ended:
-            threading.Thread(target=_reap, args=(ended,), daemon=True,
-                             name="mdakit-fastrdf-reaper").start()
+        _reap(ended)
 
 
 def _reap(procs, timeout=5.0):
@@ -777,9 +773,7 @@ class _NodeRun:
         else:
             if pool is not None:
                 pool.forget(self.workers + self.readers)
-            # readers hold nothing: ended first, and not waited for (they have written
-            # every frame of the run; their exits need not delay its return)
-            b._shutdown(self.readers, graceful=False, wait=not self.ok)
+            b._shutdown(self.readers, graceful=False)  # they hold nothing: end them first
             mark("readers_ended", "parent")
             b._shutdown(self.workers, graceful=self.ok)
             mark("workers_ended", "parent")
