@@ -183,19 +183,18 @@ def test_fed_cpu_worker_equals_unfed_and_serial(adk_water, make):
 
 def test_readers_end_with_the_run(adk_water):
     """A run's readers are ended and reaped before run() returns, in the caller's thread
-    (no thread left behind in a process that forks the next run's workers): none is left
-    running or as a zombie."""
+    (no reaper thread left behind in a process that forks the next run's workers): none is
+    left running or as a zombie."""
     import threading
 
     ow = adk_water.select_atoms("name OW")
     backend = NodeBackend(gpus=None, readers=3, cpu_workers=1, part_frames=3)
-    before = threading.active_count()
     InterRDF(ow, ow).run(backend=backend)
     pids = [r["pid"] for r in backend.last_run["readers"]]
     assert len(pids) == 3
     for pid in pids:  # (a zombie still has its /proc entry)
         assert not os.path.exists(f"/proc/{pid}/stat"), pid
-    assert threading.active_count() <= before
+    assert not [t for t in threading.enumerate() if "reaper" in t.name]
 
 
 @pytest.mark.parametrize("make", ANALYSES)
