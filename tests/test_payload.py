@@ -75,19 +75,16 @@ def _standin(**kw):
 
 
 def _unpickled_by_run(directory):
-    """The 'unpickled' events of the processes, per run (the parent's 'run' marks cut them:
-    the processes keep the trace directory they started with)."""
+    """The 'unpickled' events of the processes, per run (by the run's number, `gen`: a
+    reader still starting when a short run ended loads that run's analysis late, during
+    the next run, and then the next run's)."""
     events = []
     for path in glob.glob(os.path.join(directory, "trace-*.jsonl")):
         with open(path) as f:
             events += list(map(json.loads, f))
-    starts = sorted(e["t"] for e in events if e["event"] == "run" and e["role"] == "parent")
-    runs = [[] for _ in starts]
-    for e in events:
-        if e["event"] == "unpickled":
-            k = max(i for i, t in enumerate(starts) if t <= e["t"])
-            runs[k].append(e)
-    return runs
+    events = [e for e in events if e["event"] == "unpickled"]
+    gens = sorted({e["gen"] for e in events})
+    return [[e for e in events if e["gen"] == g] for g in gens]
 
 
 def test_warm_runs_keep_the_universe(adk_water, tmp_path, monkeypatch):

@@ -256,7 +256,7 @@ def _reader_run(conn, spec, payload, queues, ring_specs, gen, first):
     gone; it waits for the next run)."""
     tasks, filled = queues
     func = payload_loads(payload)
-    mark("unpickled", "reader", rank=spec.rank, **last_load)
+    mark("unpickled", "reader", rank=spec.rank, gen=gen, **last_load)
     # A reader maps the rings before it says ready: once every process of the run has, the
     # parent removes the rings' files (the mappings stay), so that nothing is left in
     # /dev/shm whatever ends the run.
@@ -278,7 +278,7 @@ def _compute_run(conn, spec, payload, queues, feed, cancel, gen, state):
     """One run of a compute worker: True when the parent ended it (:class:`End`, a warm
     engine), False when it said stop."""
     func = payload_loads(payload)
-    mark("unpickled", spec.kind, rank=spec.rank, **last_load)
+    mark("unpickled", spec.kind, rank=spec.rank, gen=gen, **last_load)
     client = None
     keep_rings({feed[0][0]} if feed is not None else ())
     if feed is not None:
