@@ -15,7 +15,7 @@ The package is layered (see the design page of the docs):
 from ._version import __version__
 from .analysis import (CylindricalRDF, DebyeScattering, DynamicStructureFactor, InterRDF,
                        InterRDF_s, IntermediateScattering, KirkwoodBuff, LateralRDF,
-                       SpeciesRDF, StructureFactor, first_shell)
+                       SpeciesRDF, StructureFactor, VanHove, first_shell)
 from .backends import DaskDistributedBackend, NodeBackend
 from .engine import build_info, cuda_devices
 from .outputs.io import RDFData, load, save
@@ -32,6 +32,7 @@ __all__ = [
     "DebyeScattering",
     "IntermediateScattering",
     "DynamicStructureFactor",
+    "VanHove",
     "first_shell",
     "NodeBackend",
     "DaskDistributedBackend",

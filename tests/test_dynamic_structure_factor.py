@@ -3,11 +3,10 @@ references: a float64 cosine sum written here, the Lorentzian transform of exp(-
 the sum rule int S(q, w) dw = S(q) with S(q) from the package's StructureFactor (its direct
 k-space sum on the same shells and frames)."""
 
-import MDAnalysis as mda
 import numpy as np
 import pytest
-from MDAnalysis.coordinates.memory import MemoryReader
 from MDAnalysis.lib.mdamath import triclinic_vectors
+from trajectories import memory_universe
 
 from mdakit_fastrdf.analysis.dynamic_structure_factor import (
     DynamicStructureFactor,
@@ -16,12 +15,7 @@ from mdakit_fastrdf.analysis.dynamic_structure_factor import (
 
 
 def _universe(positions, dims, elements, dt=0.5):
-    n = positions.shape[1]
-    u = mda.Universe.empty(n, trajectory=True)
-    u.add_TopologyAttr("elements", list(elements))
-    u.load_new(np.asarray(positions, dtype=np.float32), format=MemoryReader,
-               dimensions=np.asarray(dims, dtype=np.float64), dt=dt)
-    return u
+    return memory_universe(positions, dims, elements, dt=dt)
 
 
 @pytest.mark.parametrize("window", ["hann", "none"])

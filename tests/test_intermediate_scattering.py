@@ -4,36 +4,19 @@ the package's StructureFactor (its direct k-space sum) for F(q, 0) = S(q), and t
 F_s(q, t) = exp(-q^2 D t) of Brownian particles. The time-correlation tools themselves are
 tested in test_dynamics.py."""
 
-import MDAnalysis as mda
 import numpy as np
 import pytest
 from conftest import requires_gpu
-from MDAnalysis.coordinates.memory import MemoryReader
 from MDAnalysis.lib.mdamath import triclinic_vectors
+from trajectories import brownian, memory_universe
 
 from mdakit_fastrdf.analysis.intermediate_scattering import (
     IntermediateScattering,
     incoherent_scattering_length,
 )
 
-
-def _universe(positions, dims, elements=None, dt=1.0):
-    n = positions.shape[1]
-    u = mda.Universe.empty(n, trajectory=True)
-    if elements is not None:
-        u.add_TopologyAttr("elements", list(elements))
-    u.load_new(np.asarray(positions, dtype=np.float32), format=MemoryReader,
-               dimensions=np.asarray(dims, dtype=np.float64), dt=dt)
-    return u
-
-
-def _brownian(n=1000, frames=120, box=30.0, D=0.05, dt=1.0, seed=0):
-    """Brownian particles (diffusion coefficient D, Å^2/ps), wrapped into a cubic box."""
-    rng = np.random.default_rng(seed)
-    x = rng.random((1, n, 3)) * box + np.cumsum(
-        rng.normal(0.0, np.sqrt(2 * D * dt), (frames, n, 3)), axis=0)
-    return _universe(np.mod(x, box), [box, box, box, 90, 90, 90],
-                     ["O"] * (n // 2) + ["H"] * (n - n // 2), dt=dt)
+_universe = memory_universe
+_brownian = brownian
 
 
 # -- IntermediateScattering ----------------------------------------------------------------

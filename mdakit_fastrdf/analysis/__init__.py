@@ -10,7 +10,8 @@ from .structure_factor import StructureFactor
 from .debye import DebyeScattering
 from .intermediate_scattering import IntermediateScattering
 from .dynamic_structure_factor import DynamicStructureFactor
+from .van_hove import VanHove
 
 __all__ = ["CylindricalRDF", "DebyeScattering", "DynamicStructureFactor", "FirstShell",
            "InterRDF", "InterRDF_s", "IntermediateScattering", "KirkwoodBuff", "LateralRDF",
-           "SpeciesRDF", "StructureFactor", "first_shell"]
+           "SpeciesRDF", "StructureFactor", "VanHove", "first_shell"]

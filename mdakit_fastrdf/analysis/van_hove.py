@@ -1,0 +1,393 @@
+r"""The van Hove function :math:`G(r, t)`: its self part :math:`G_s(r, t)` from the
+atoms' displacements, and its distinct part :math:`G_d(r, t)` from the pair histograms
+between the positions at :math:`t_0` and at :math:`t_0 + t` (the package's kernels, CPU or
+GPU).
+
+Each frame the analysis keeps the atoms' positions and box; at the end it histograms every
+lag over its time origins in the process that called :meth:`run`. The per-frame rows are
+gathered in frame order from every parallel backend, and the counts are integers, so the
+results do not depend on the backend or the device.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from MDAnalysis.analysis.results import Results
+
+from ..engine import NO_BOX, Engine, prepare_box
+from .base import PairHistogramBase, PairLayout, available_memory_bytes
+from .boxes import BOX_FIELDS, BoxStatistics
+from .checks import check_atomgroup
+from .coords import prepare_coordinates
+from .declarations import Curve, Field, OutputSpec
+from .dynamics import check_lags, check_origins, origin_frames, unwrap_positions
+from .histograms import normalise_counts, shell_volumes
+from .rdf import exclusion_labels
+from .species import group_species
+
+__all__ = ["VanHove"]
+
+#: Displacements histogrammed at once by the self part (bounds its temporary memory).
+SELF_CHUNK = 1 << 21
+
+
+def self_histogram(disp, edges, species_of_row, n_species):
+    """``(n_species, nbins)`` int64 counts of the lengths of the displacements `disp`
+    (``(..., N, 3)`` float64) per species, binned as :func:`numpy.histogram` bins (the
+    last bin closed, lengths outside ``[edges[0], edges[-1]]`` not counted)."""
+    nbins = len(edges) - 1
+    d = np.sqrt(np.einsum("...i,...i->...", disp, disp)).reshape(-1, disp.shape[-2])
+    k = np.searchsorted(edges, d, side="right") - 1
+    k[d == edges[-1]] = nbins - 1  # (the last bin is closed)
+    inside = (k >= 0) & (k < nbins)
+    code = species_of_row[None, :] * nbins + k
+    return np.bincount(code[inside], minlength=n_species * nbins).reshape(n_species, nbins)
+
+
+class VanHove(BoxStatistics, PairHistogramBase):
+    r"""Self and distinct van Hove functions of atom groups, per species.
+
+    The self part, over the atoms :math:`i` of species :math:`a` of `g1` and the time
+    origins :math:`t_0`,
+
+    .. math::
+
+        G_{s,a}(r, t) = \frac{1}{N_a} \Bigl\langle \sum_{i \in a}
+            \delta\bigl(\mathbf{r} - [\mathbf{r}_i(t_0 + t) - \mathbf{r}_i(t_0)]\bigr)
+            \Bigr\rangle_{t_0}
+            \approx \frac{n_{a,k}(t)}{N_{t_0}\, N_a\, V_k}
+            \quad (\text{\AA}^{-3}),
+
+    with :math:`n_{a,k}(t)` the displacements of length in bin :math:`k` of volume
+    :math:`V_k = \tfrac{4\pi}{3}(r_{k+1}^3 - r_k^3)`, from positions made whole across the
+    box (:func:`~.dynamics.unwrap_positions`); :math:`\int 4\pi r^2 G_s\,dr = 1`. The
+    distinct part, normalised as :class:`~mdakit_fastrdf.InterRDF` normalises
+    :math:`g(r)`,
+
+    .. math::
+
+        G_{d,ab}(r, t) = \frac{\langle V \rangle}{N_a N_b - N_{a \cap b}}
+            \frac{n_{ab,k}(t)}{N_{t_0}\, V_k},
+
+    where :math:`n_{ab,k}(t)` counts the pairs :math:`i \in a`, :math:`j \in b`,
+    :math:`i \neq j`, whose distance :math:`|\mathbf{r}_j(t_0 + t) - \mathbf{r}_i(t_0)|`
+    (minimum image in the box of :math:`t_0`) falls in bin :math:`k`, summed over the
+    origins, :math:`\langle V \rangle` the mean volume of the origins' boxes, and
+    :math:`N_{a \cap b}` the atoms in both groups. At :math:`t = 0`,
+    :math:`G_{d}(r, 0)` is :math:`g(r)` without the atoms' own pairs: with ``g2=None`` it
+    equals ``InterRDF(g1, g1, exclusion_block=(1, 1))``'s ``results.rdf`` bit for bit;
+    for an ideal gas it is 1 at every lag, and as :math:`t \to \infty` it tends to 1 in
+    any fluid (:math:`\rho\, G_d` is the van Hove distinct density of Hansen and McDonald,
+    *Theory of Simple Liquids*, 4th ed., Academic Press, 2013, §7.2).
+
+    Parameters
+    ----------
+    g1 : AtomGroup
+        The atoms at the time origins (and the atoms of the self part).
+    g2 : AtomGroup, optional
+        The atoms at :math:`t_0 + t` (default: `g1`). Not with `by`.
+    lags : int or sequence of int
+        Lags in analysed frames: an int ``L`` means ``0 .. L``.
+    nbins : int
+        Number of bins (default 75).
+    range : (float, float)
+        Distance range in Å (default ``(0.0, 15.0)``); bins as :func:`numpy.histogram`.
+    by : str, mapping, callable or list of AtomGroups, optional
+        Species of `g1`, as :class:`~mdakit_fastrdf.SpeciesRDF` groups them; the distinct
+        part then holds every ordered species pair :math:`(a, b)`. Default: `g1` as one
+        species (and `g2` as the other).
+    origins : int
+        Every ``origins``-th analysed frame is a time origin (default 1: all).
+    self_part, distinct : bool
+        Compute :math:`G_s` and :math:`G_d` (both by default).
+    device : {'auto', 'cpu', 'cuda', 'cuda:N'}
+        Where the distinct pair histograms run (the process that calls :meth:`run`).
+    precision : {'double', 'single'}
+        Arithmetic of the distinct distances (``'double'``, InterRDF's, by default).
+    n_threads : int, optional
+        CPU threads of the distinct pair histograms.
+    method : {'auto', 'allpairs', 'cells'}
+        How the distinct pairs are found (the same counts).
+
+    Attributes
+    ----------
+    results.bins, results.edges : numpy.ndarray
+        Bin centres and edges (Å).
+    results.lags, results.times : numpy.ndarray
+        Lags (frames) and times (ps: the analysed frames' spacing times the lag).
+    results.n_origins : numpy.ndarray
+        Time origins of each lag.
+    results.g_self : numpy.ndarray
+        ``(n_species, n_lags, nbins)`` :math:`G_{s,a}(r, t)` (Å⁻³);
+        ``results.g_self_total`` over all atoms of `g1`.
+    results.g_distinct : numpy.ndarray
+        ``(n_pairs, n_lags, nbins)`` :math:`G_{d,ab}(r, t)`, pairs ``results.pairs``
+        (indices into ``results.species``; ``[(0, 1)]``, the groups `g1` and `g2`, without
+        `by`); ``results.count_distinct`` their integer counts.
+
+    Raises
+    ------
+    ValueError
+        No periodic box, lags beyond the run, frames not evenly spaced in time, a stride too
+        long to unwrap positions, `g2` with `by`, overlapping species, or more memory than
+        the machine has.
+
+    Notes
+    -----
+    The run reads the frames (on any backend) and keeps every analysed frame's positions;
+    the histograms of all lags and origins then run in the process that called
+    :meth:`run`, on `device` with its threads. For each lag and origin the distinct part is
+    one kernel call over :math:`N_1 + N_2` positions.
+
+    Examples
+    --------
+    >>> from mdakit_fastrdf import VanHove
+    >>> ow = u.select_atoms("name OW")                                    # doctest: +SKIP
+    >>> vh = VanHove(ow, lags=[0, 5, 10], range=(0.0, 8.0)).run()          # doctest: +SKIP
+    >>> vh.results.g_distinct[0, 0]   # = g(r) of the oxygens at t = 0     # doctest: +SKIP
+    """
+
+    coordinates = "mdanalysis"
+
+    outputs = OutputSpec(fields=(
+        Field("bins", "Å", "bin centre r"),
+        Field("times", "ps", "time lag"),
+        Field("lags", "frames", "time lag in analysed frames", integer=True),
+        Field("n_origins", "", "time origins of each lag", integer=True),
+        Field("g_self", "Å^-3", "self G_s(r, t) of each species"),
+        Field("g_self_total", "Å^-3", "self G_s(r, t) of all atoms of g1"),
+        Field("g_distinct", "", "distinct G_d(r, t) of each species pair, g(r) at t = 0"),
+        Field("count_distinct", "", "pairs counted in each bin, over the origins",
+              integer=True),
+        *BOX_FIELDS[1:],
+    ))
+
+    def __init__(self, g1, g2=None, *, lags, nbins=75, range=(0.0, 15.0), by=None,
+                 origins=1, self_part=True, distinct=True, device="auto", precision="double",
+                 n_threads=None, method="auto", **kwargs):
+        check_atomgroup(g1, "g1")
+        if g2 is not None:
+            check_atomgroup(g2, "g2")
+            if g2.universe is not g1.universe:
+                raise ValueError("g2 must belong to the Universe of g1")
+        self._init_histograms(g1.universe, nbins, range, "none", device=device,
+                              precision=precision, n_threads=n_threads, method=method,
+                              kwargs=kwargs)
+        for name, value in (("self_part", self_part), ("distinct", distinct)):
+            if not isinstance(value, (bool, np.bool_)):
+                raise TypeError(f"{name} must be True or False, got {value!r}")
+        if not (self_part or distinct):
+            raise ValueError("self_part=False and distinct=False leave nothing to compute")
+        self.self_part, self.distinct = bool(self_part), bool(distinct)
+        self.origins = check_origins(origins)
+        self._lags_asked = lags
+        check_lags(lags, max(2, len(self._trajectory)) * 10**9)  # (its type and signs now)
+        self.g1, self.g2, self.by = g1, (g1 if g2 is None else g2), by
+        if by is None:
+            self.species = ["g1"] if g2 is None else ["g1", "g2"]
+            self._self_groups = [g1]
+            t0_groups, t_groups = [g1], [self.g2]
+        else:
+            if g2 is not None:
+                raise ValueError("by: species are those of g1 (paired with themselves); "
+                                 "give g2=None with by, or no by with g2")
+            species = group_species(g1, by)
+            species.sort(key=lambda s: (-len(s[1]), str(s[0])))
+            self.species = [label for label, _ in species]
+            self._self_groups = t0_groups = t_groups = [g for _, g in species]
+            ix = np.concatenate([g.ix for g in t0_groups])
+            if len(np.unique(ix)) != len(ix):
+                raise ValueError("by: the species must not overlap (an atom in two species "
+                                 "would be counted twice)")
+        self._t0_groups, self._t_groups = t0_groups, t_groups
+        # the rows each frame keeps: every atom of either group once
+        self._atoms = np.unique(np.concatenate([g.ix for g in (g1, self.g2)]))
+        box = prepare_box(g1.universe.trajectory.ts.dimensions)
+        if box.kind == NO_BOX:
+            raise ValueError("VanHove needs a periodic box: the current frame has none")
+
+    # -- the shared base's hooks ----------------------------------------------------------
+    def _layout(self):
+        return PairLayout(ix=self._atoms.copy(),
+                          offsets=np.array([0, len(self._atoms)], dtype=np.int64),
+                          pairs=np.zeros((1, 2), dtype=np.int32))
+
+    def _frame_rows(self):
+        return {"frame_time": (), "frame_box": (6,), "frame_volume": (),
+                "frame_positions": (len(self._atoms), 3)}
+
+    def _density_sizes(self):
+        return [len(g) for g in self._self_groups]
+
+    def _prepare(self):
+        super()._prepare()
+        per_frame = sum(int(np.prod(s)) for s in self._frame_rows().values()) * 8
+        need = per_frame * len(self.results.frame_index)
+        free = available_memory_bytes()
+        if free is not None and need > 0.8 * free:
+            raise MemoryError(
+                f"VanHove keeps {per_frame / 2**20:.1f} MiB a frame ({need / 2**30:.1f} GiB "
+                f"for this worker's frames), more than this machine has free "
+                f"({free / 2**30:.1f} GiB); analyse fewer frames or fewer atoms")
+
+    def _single_frame(self):
+        ts = self._ts
+        box = self._frame_box()
+        if box.kind == NO_BOX:
+            raise ValueError(f"frame {ts.frame} has no periodic box: VanHove needs one in "
+                             f"every frame")
+        pos = self._take_positions(self._layout_cache.ix, self._buf)
+        self._store_frame("frame_time", ts.time)
+        self._store_frame("frame_box", ts.dimensions)
+        self._store_frame("frame_volume", ts.volume)
+        self._store_frame("frame_positions", pos)
+
+    def run(self, start=None, stop=None, step=None, frames=None, verbose=None, **kwargs):
+        """Perform the calculation (see :meth:`PairHistogramBase.run`; ``blocks`` is not
+        taken: the lags need every frame of the run)."""
+        if kwargs.get("blocks") is not None:
+            raise ValueError("blocks: VanHove correlates frames across the whole run; run it "
+                             "on parts of the trajectory instead")
+        if frames is None:
+            n = len(range(*self._trajectory.check_slice_indices(start, stop, step)))
+        else:
+            n = len(np.arange(len(self._trajectory))[frames])
+        self.lags = check_lags(self._lags_asked, n)
+        return super().run(start=start, stop=stop, step=step, frames=frames, verbose=verbose,
+                           **kwargs)
+
+    # -- the physics ----------------------------------------------------------------------
+    def _rows_of(self, groups):
+        """The rows (in the kept positions) of each group's atoms, and the offsets."""
+        rows = [np.searchsorted(self._atoms, g.ix) for g in groups]
+        sizes = np.array([len(r) for r in rows], dtype=np.int64)
+        return rows, np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+    def _self_counts(self, pos, lags, edges):
+        """``(n_species, n_lags, nbins)`` int64 counts of the displacement lengths."""
+        rows, offsets = self._rows_of(self._self_groups)
+        sel = np.concatenate(rows)
+        species_of_row = np.repeat(np.arange(len(rows)), np.diff(offsets))
+        n = len(self._self_groups)
+        out = np.zeros((n, len(lags), len(edges) - 1), dtype=np.int64)
+        per = max(1, SELF_CHUNK // max(1, len(sel)))
+        for j, tau in enumerate(lags):
+            t0 = origin_frames(len(pos), tau, self.origins)
+            for c in np.arange(0, len(t0), per):
+                part = t0[c:c + per]
+                disp = pos[part + tau][:, sel] - pos[part][:, sel]
+                out[:, j] += self_histogram(disp, edges, species_of_row, n)
+        return out
+
+    def _distinct_counts(self, pos32, dims32, lags, edges):
+        """``(n_pairs, n_lags, nbins)`` uint64 pair counts, one kernel call per lag and
+        origin."""
+        t0_rows, off0 = self._rows_of(self._t0_groups)
+        t_rows, off1 = self._rows_of(self._t_groups)
+        rows0, rows1 = np.concatenate(t0_rows), np.concatenate(t_rows)
+        offsets = np.concatenate([off0, off0[-1] + off1[1:]]).astype(np.int64)
+        ix = self._atoms
+        labels = exclusion_labels(ix[rows0], ix[rows1], False)
+        s = len(self._t0_groups)  # species a at t0 (rows of 0..s-1), b at t0 + t (s..)
+        pairs = np.array([(a, s + b) for a in range(s) for b in range(len(self._t_groups))],
+                         dtype=np.int32).reshape(-1, 2)
+        sizes = (len(rows0), len(rows1))
+        counts = np.zeros((len(lags), len(pairs), len(edges) - 1), dtype=np.uint64)
+        edges = np.ascontiguousarray(edges, dtype=np.float64)
+        rmax = self.rdf_settings["range"][1]
+        engine = Engine(self.device, self.precision, self.n_threads, method=self.method)
+        boxes = {}
+        coords = np.empty((len(rows0) + len(rows1), 3), dtype=np.float32)
+        for j, tau in enumerate(lags):
+            out = counts[j]
+            for t0 in origin_frames(len(pos32), tau, self.origins):
+                box = boxes.get(t0)
+                if box is None:
+                    box = boxes[t0] = prepare_box(dims32[t0])
+                np.take(pos32[t0], rows0, axis=0, out=coords[:len(rows0)])
+                np.take(pos32[t0 + tau], rows1, axis=0, out=coords[len(rows0):])
+                used = prepare_coordinates(self.coordinates, box, coords, sizes, rmax)
+                engine.accumulate(coords, offsets, pairs, edges, used, labels, out)
+        engine.synchronize()
+        self._device_used = engine.device_used
+        return np.ascontiguousarray(counts.transpose(1, 0, 2)), pairs
+
+    def _normalise(self, res):
+        n_frames = len(res.frame_index)
+        lags = check_lags(self._lags_asked, n_frames)
+        t = np.asarray(res.frame_time, dtype=np.float64)
+        dt = np.diff(t)
+        if len(dt) and not np.allclose(dt, dt[0], rtol=1e-4, atol=1e-6):
+            raise ValueError("frames: the analysed frames are not evenly spaced in time, so "
+                             "a lag is not one time; analyse evenly spaced frames")
+        step = float(dt[0]) if len(dt) else 0.0
+        edges = np.asarray(res.edges, dtype=np.float64)
+        n_origins = np.array([len(origin_frames(n_frames, tau, self.origins)) for tau in lags],
+                             dtype=np.int64)
+        out = Results(lags=lags, times=lags * step, n_origins=n_origins,
+                      species=list(self.species))
+        if self.self_part:
+            pos = unwrap_positions(res.frame_positions, res.frame_box)
+            counts = self._self_counts(pos, lags, edges)
+            sizes = np.array(self._density_sizes(), dtype=np.float64)
+            vol = shell_volumes(edges)
+            out.g_self = counts / (n_origins[None, :, None] * sizes[:, None, None] * vol)
+            out.g_self_total = counts.sum(axis=0) / (n_origins[:, None] * sizes.sum() * vol)
+        if self.distinct:
+            pos32 = res.frame_positions.astype(np.float32)
+            dims32 = res.frame_box.astype(np.float32)
+            counts, pairs = self._distinct_counts(pos32, dims32, lags, edges)
+            # (indices into results.species: g1 and g2 without by, else the species twice)
+            same = len(self.species) == len(self._t0_groups)  # (g2 is not another species)
+            out.pairs = pairs - np.array([0, len(self._t0_groups) if same else 0],
+                                         dtype=np.int32)
+            groups = self._t0_groups + self._t_groups
+            n_pairs = []
+            for a, b in pairs:
+                both = np.intersect1d(groups[a].ix, groups[b].ix, assume_unique=True)
+                n_pairs.append(len(groups[a]) * len(groups[b]) - len(both))
+            g = np.empty(counts.shape)
+            for j, tau in enumerate(lags):
+                volume_cum = 0  # (summed frame by frame, as InterRDF sums ts.volume)
+                for v in res.frame_volume[origin_frames(n_frames, tau, self.origins)]:
+                    volume_cum += v
+                g[:, j] = normalise_counts(counts[:, j].astype(np.float64), "rdf",
+                                           n_origins[j], edges, volume_cum, n_pairs)
+            out.count_distinct = counts
+            out.g_distinct = g
+        rho = None
+        if "box_volume_cum" in res:
+            from .boxes import number_densities
+
+            rho = number_densities(self._density_sizes(), res.box_volume_cum, n_frames)
+        for name in (*self._frame_rows(), "frame_index", "count_uint64"):
+            res.pop(name, None)
+        res.update(out)
+        if rho is not None:
+            res.rho = rho
+
+    @classmethod
+    def _plot_axes(cls, results, parameters):
+        from .declarations import PlotAxes
+
+        r = np.asarray(results.bins, dtype=np.float64)
+        return PlotAxes(x=r, xlabel="r (Å)", ylabel="G(r, t)", xlim=(0.0, float(r[-1])))
+
+    @classmethod
+    def _curves(cls, results, parameters, *, self_part=True, distinct=True):
+        """For every lag: the total self :math:`G_s(r, t)` and the first pair's
+        :math:`G_d(r, t)`."""
+        curves = []
+        for j, t in enumerate(np.asarray(results.times)):
+            if distinct and "g_distinct" in results:
+                curves.append(Curve(f"G$_d$, t = {t:.3g} ps",
+                                    np.asarray(results.g_distinct)[0, j]))
+            if self_part and "g_self_total" in results:
+                curves.append(Curve(f"G$_s$, t = {t:.3g} ps",
+                                    np.asarray(results.g_self_total)[j]))
+        return curves
+
+    def _output_parameters(self):
+        return {"species": [str(s) for s in self.species], "origins": self.origins,
+                "self_part": self.self_part, "distinct": self.distinct,
+                "by": self.by if isinstance(self.by, str) or self.by is None else "custom"}
