@@ -37,9 +37,14 @@ def self_histogram(disp, edges, species_of_row, n_species):
     last bin closed, lengths outside ``[edges[0], edges[-1]]`` not counted)."""
     nbins = len(edges) - 1
     d = np.sqrt(np.einsum("...i,...i->...", disp, disp)).reshape(-1, disp.shape[-2])
-    k = np.searchsorted(edges, d, side="right") - 1
-    k[d == edges[-1]] = nbins - 1  # (the last bin is closed)
-    inside = (k >= 0) & (k < nbins)
+    # np.histogram's own rule for equal bins: the index from the scaled distance, then
+    # moved by one where rounding put a value on the wrong side of its edge
+    lo, hi = edges[0], edges[-1]
+    k = ((d - lo) * (nbins / (hi - lo))).astype(np.int64)
+    np.clip(k, 0, nbins - 1, out=k)
+    k -= d < edges[k]
+    k += (d >= edges[k + 1]) & (k != nbins - 1)
+    inside = (d >= lo) & (d <= hi)
     code = species_of_row[None, :] * nbins + k
     return np.bincount(code[inside], minlength=n_species * nbins).reshape(n_species, nbins)
 
