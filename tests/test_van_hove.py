@@ -203,9 +203,11 @@ def test_save_load_and_plot(tmp_path, suffix):
     d = load(path)
     for name in ("g_distinct", "g_self", "g_self_total", "times", "bins"):
         np.testing.assert_allclose(d.results[name], r.results[name], rtol=1e-12)
-    ax = plot(d)
-    assert len(ax.lines) == 4
+    ax = plot(d)  # G_d at each lag (G_s, in 1/Å^3, on request)
+    assert len(ax.lines) == 2
     np.testing.assert_allclose(ax.lines[0].get_xdata(), r.results.bins)
+    np.testing.assert_allclose(ax.lines[1].get_ydata(), r.results.g_distinct[0, 1])
+    assert len(plot(d, self_part=True).lines) == 4
 
 
 @requires_gpu

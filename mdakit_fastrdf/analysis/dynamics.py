@@ -214,3 +214,28 @@ def time_correlation(a, b=None, lags=(0,), origins=1) -> np.ndarray:
             out[k] = np.mean(a[t0] * np.conj(b[t0 + tau]), axis=0)
         return out
     return out if complex_out else out.real
+
+
+# -- the command line's shared options ------------------------------------------------------
+
+def _lags_option():
+    from .declarations import Option
+
+    return Option(("--lags",), "lags", {"type": int, "default": 5, "metavar": "L",
+                                        "help": "lags 0 .. L in analysed frames (default: 5)"})
+
+
+def command_options():
+    """The options every time-correlation command shares (``--lags``, ``--origins``,
+    ``--by``, ``--no-self``)."""
+    from .declarations import Option
+
+    return (
+        _lags_option(),
+        Option(("--origins",), "origins", {"type": int, "metavar": "S",
+                                           "help": "every S-th analysed frame is a time "
+                                                   "origin (default: 1, all)"}),
+        Option(("--by",), "by", {"help": "species: element, name, type, resname"}),
+        Option(("--no-self",), "self_part", {"action": "store_const", "const": False,
+                                             "help": "skip the self part"}),
+    )

@@ -18,8 +18,9 @@ from MDAnalysis.analysis.results import Results
 from ..engine import NO_BOX, prepare_box
 from .base import PairHistogramBase, PairLayout, available_memory_bytes
 from .checks import check_atomgroup
-from .declarations import Curve, Field, OutputSpec
-from .dynamics import check_lags, check_origins, time_correlation, unwrap_positions
+from .declarations import Command, Curve, Field, Option, OutputSpec
+from .dynamics import (check_lags, check_origins, command_options,
+                       time_correlation, unwrap_positions)
 from .scattering import species_elements, species_weights
 from .species import group_species
 
@@ -166,6 +167,31 @@ class IntermediateScattering(PairHistogramBase):
         Field("f_self", "", "self F_s(q, t) of each species"),
         Field("f_self_total", "", "weighted self F_s(q, t)"),
     ))
+
+    command = Command(
+        name="isf",
+        help="intermediate scattering functions: self F_s(q, t) and coherent F(q, t)",
+        select="resname WAT and name O",
+        demo=("PRMpbc", "TRJpbc_bz2"),
+        demo_about="alanine dipeptide in 1,683 waters, 11 frames",
+        guess_elements=True,
+        options=(
+            Option(("--q",), "q", {"nargs": "+", "type": float, "default": [1.0, 2.0],
+                                    "metavar": "Q",
+                                    "help": "shell centres |q| in 1/Å (default: 1 2)"}),
+            Option(("--dq",), "dq", {"type": float, "help": "shell width in 1/Å (default: "
+                                                              "2 pi / the longest box edge)"}),
+            Option(("--weights",), "weights", {"choices": ("number", "xray", "neutron"),
+                                                "help": "scattering weights (default: "
+                                                        "number)"}),
+            *command_options(),
+            Option(("--no-coherent",), "coherent", {"action": "store_const", "const": False,
+                                                     "help": "skip the coherent part"}),
+        ),
+        # (no pair distances: the common --precision does not apply)
+        build=lambda cls, groups, kwargs, args: cls(
+            *groups, **{k: v for k, v in kwargs.items() if k != "precision"}),
+    )
 
     def __init__(self, atomgroup, q, lags, *, by="element", weights="number", origins=1,
                  dq=None, self_part=True, coherent=True, device="auto", n_threads=None,

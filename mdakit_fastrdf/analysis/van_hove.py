@@ -19,8 +19,9 @@ from .base import PairHistogramBase, PairLayout, available_memory_bytes
 from .boxes import BOX_FIELDS, BoxStatistics
 from .checks import check_atomgroup
 from .coords import prepare_coordinates
-from .declarations import Curve, Field, OutputSpec
-from .dynamics import check_lags, check_origins, origin_frames, unwrap_positions
+from .declarations import Command, Curve, Field, Option, OutputSpec
+from .dynamics import (check_lags, check_origins, command_options,
+                       origin_frames, unwrap_positions)
 from .histograms import normalise_counts, shell_volumes
 from .rdf import exclusion_labels
 from .species import group_species
@@ -166,6 +167,25 @@ class VanHove(BoxStatistics, PairHistogramBase):
               integer=True),
         *BOX_FIELDS[1:],
     ))
+
+    command = Command(
+        name="vanhove",
+        help="van Hove functions: self G_s(r, t) and distinct G_d(r, t)",
+        select="resname WAT and name O",
+        demo=("PRMpbc", "TRJpbc_bz2"),
+        demo_about="alanine dipeptide in 1,683 waters, 11 frames",
+        guess_elements=True,
+        options=(
+            Option(("--nbins",), "nbins", {"type": int, "help": "bins (default: 75)"}),
+            Option(("--range",), "range", {"nargs": 2, "type": float,
+                                            "metavar": ("RMIN", "RMAX"),
+                                            "help": "distance range in Å (default: 0 15)"},
+                   convert=tuple),
+            *command_options(),
+            Option(("--no-distinct",), "distinct", {"action": "store_const", "const": False,
+                                                     "help": "skip the distinct part"}),
+        ),
+    )
 
     def __init__(self, g1, g2=None, *, lags, nbins=75, range=(0.0, 15.0), by=None,
                  origins=1, self_part=True, distinct=True, device="auto", precision="double",
@@ -379,9 +399,12 @@ class VanHove(BoxStatistics, PairHistogramBase):
         return PlotAxes(x=r, xlabel="r (Å)", ylabel="G(r, t)", xlim=(0.0, float(r[-1])))
 
     @classmethod
-    def _curves(cls, results, parameters, *, self_part=True, distinct=True):
-        """For every lag: the total self :math:`G_s(r, t)` and the first pair's
-        :math:`G_d(r, t)`."""
+    def _curves(cls, results, parameters, *, self_part=None, distinct=True):
+        """For every lag the first pair's :math:`G_d(r, t)`; the total self
+        :math:`G_s(r, t)` (Å⁻³, another scale) with ``self_part=True`` or without a
+        distinct part."""
+        if self_part is None:
+            self_part = not (distinct and "g_distinct" in results)
         curves = []
         for j, t in enumerate(np.asarray(results.times)):
             if distinct and "g_distinct" in results:
