@@ -143,11 +143,61 @@ def scattering():
     return fig, xray
 
 
+def dynamics():
+    # [dynamics]
+    import matplotlib.pyplot as plt
+    import MDAnalysis as mda
+    from MDAnalysisTests.datafiles import PRMpbc, TRJpbc_bz2
+
+    from mdakit_fastrdf import DynamicStructureFactor, IntermediateScattering, VanHove
+
+    # alanine dipeptide in 1,683 waters: a constant box, 11 frames (the file has no time
+    # step; MDAnalysis counts 1 ps between frames)
+    u = mda.Universe(PRMpbc, TRJpbc_bz2)
+    u.guess_TopologyAttrs(to_guess=["elements"])
+    water = u.select_atoms("resname WAT")
+    oxygens = water.select_atoms("name O")
+    isf = IntermediateScattering(oxygens, q=[0.5, 1.0, 2.0, 3.0], lags=10).run()
+    vh = VanHove(oxygens, lags=[0, 2, 5, 10], nbins=80, range=(0.0, 8.0)).run()
+    # quasi-elastic neutron scattering: the hydrogens' incoherent S_s(q, omega)
+    qens = DynamicStructureFactor(water.select_atoms("element H"), q=[1.0, 2.0], lags=10,
+                                  weights="neutron", coherent=False).run()
+
+    fig, (left, middle, right) = plt.subplots(1, 3, figsize=(15.0, 4.0),
+                                              layout="constrained")
+    res = isf.results
+    for k, q in enumerate(res.q):
+        line, = left.plot(res.times, res.f_self_total[:, k], label=f"q = {q:g} Å$^{{-1}}$")
+        left.plot(res.times, res.f_total[:, k] / res.f_total[0, k], "--",
+                  color=line.get_color())
+    left.set_xlabel("t (ps)")
+    left.set_ylabel("F$_s$(q, t) (solid), F(q, t) / S(q) (dashed)")
+    left.set_title("Water O: intermediate scattering")
+    r = vh.results
+    for j, t in enumerate(r.times):
+        middle.plot(r.bins, r.g_distinct[0, j], label=f"t = {t:g} ps")
+    middle.set_xlabel("r (Å)")
+    middle.set_ylabel("G$_d$(r, t)")
+    middle.set_title("Water O: distinct van Hove function")
+    s = qens.results
+    for k, q in enumerate(s.q):
+        right.plot(s.omega, s.s_self_total[:, k], label=f"q = {q:g} Å$^{{-1}}$")
+    right.set_xlabel("ω (rad/ps)")
+    right.set_ylabel("S$_s$(q, ω) (ps)")
+    right.set_title("Water H: incoherent neutron S(q, ω), Hann window")
+    for ax in (left, middle, right):
+        ax.legend(frameon=False)
+    fig.savefig("water_dynamics.png", dpi=150)
+    vh.save("water_van_hove.npz")
+    # [dynamics end]
+    return fig, vh
+
+
 if __name__ == "__main__":
     import os
 
     os.chdir(HERE)
-    for make in (water, partials, sites, scattering):
+    for make in (water, partials, sites, scattering, dynamics):
         fig, analysis = make()
         plt.close(fig)
         print(f"{make.__name__}: {type(analysis).__name__}, {analysis.n_frames} frames")
