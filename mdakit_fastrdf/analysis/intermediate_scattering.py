@@ -26,6 +26,10 @@ from .species import group_species
 
 __all__ = ["IntermediateScattering", "incoherent_scattering_length"]
 
+#: Bytes of FFT workspace of the coherent correlations: the vectors are correlated in chunks
+#: of about this size, so that memory beyond the per-frame amplitudes stays bounded.
+CORRELATION_CHUNK_BYTES = 1 << 28
+
 
 def incoherent_scattering_length(element) -> float:
     r"""The bound incoherent neutron scattering length of an element (fm),
@@ -297,7 +301,11 @@ class IntermediateScattering(PairHistogramBase):
     def _prepare(self):
         super()._prepare()
         per_frame = sum(int(np.prod(s)) for s in self._frame_rows().values()) * 8
-        need = per_frame * len(self.results.frame_index)
+        n_frames = len(self.results.frame_index)
+        need = per_frame * n_frames
+        if self.coherent:  # (and the correlations' workspace, a chunk of vectors)
+            vectors = min(self._vector_chunk(n_frames), len(self._shells[0]))
+            need += vectors * self._workspace_per_vector(n_frames)
         free = available_memory_bytes()
         if free is not None and need > 0.8 * free:
             raise MemoryError(
@@ -345,6 +353,41 @@ class IntermediateScattering(PairHistogramBase):
         return super().run(start=start, stop=stop, step=step, frames=frames, verbose=verbose,
                            **kwargs)
 
+    def _workspace_per_vector(self, n_frames):
+        """Bytes of FFT workspace per vector: the species' transforms and their product."""
+        size = 1 << int(np.ceil(np.log2(max(2 * n_frames, 2))))
+        return size * len(self.groups) * 16 * 3
+
+    def _vector_chunk(self, n_frames):
+        """Vectors correlated at once: their FFT workspace stays near
+        :data:`CORRELATION_CHUNK_BYTES` (a function of the run's sizes only, so the sums
+        run in the same order on every machine)."""
+        return max(1, CORRELATION_CHUNK_BYTES // self._workspace_per_vector(n_frames))
+
+    def _coherent_sums(self, res, lags, shells):
+        """``(n_pairs, n_lags, n_q)``: the sums over each shell's vectors of the symmetrised
+        time correlations of the species' amplitudes, the vectors taken a chunk at a time
+        (the whole run's amplitudes are never held twice)."""
+        n_frames, _, n_vectors = res.frame_rho_re.shape
+        sums = np.zeros((len(self._pairs), len(lags), len(self.q)))
+        ordered = sorted({(int(a), int(b)) for a, b in self._pairs}
+                         | {(int(b), int(a)) for a, b in self._pairs})
+        chunk = self._vector_chunk(n_frames)
+        for c0 in range(0, n_vectors, chunk):
+            c1 = min(c0 + chunk, n_vectors)
+            rho = res.frame_rho_re[:, :, c0:c1] + 1j * res.frame_rho_im[:, :, c0:c1]
+            corr = {(a, b): time_correlation(rho[:, a], rho[:, b], lags, self.origins).real
+                    for a, b in ordered}
+            for s, sel in enumerate(shells):
+                local = sel[(sel >= c0) & (sel < c1)] - c0
+                if len(local) == 0:
+                    continue
+                for k, (a, b) in enumerate(self._pairs):
+                    sym = 0.5 * (corr[(int(a), int(b))][:, local]
+                                 + corr[(int(b), int(a))][:, local])
+                    sums[k, :, s] += sym.sum(axis=1)
+        return sums
+
     def _normalise(self, res):
         n_frames = len(res.frame_index)
         lags = check_lags(self._lags_asked, n_frames)
@@ -360,18 +403,9 @@ class IntermediateScattering(PairHistogramBase):
                       species=list(self.species), pairs=self._pairs.copy(),
                       weights=self._w.copy(), self_weights=self._v.copy())
         if self.coherent:
-            rho = res.frame_rho_re + 1j * res.frame_rho_im  # (F, S, M)
             shells = self._shells[1]
             out.n_vectors = np.array([len(s) for s in shells], dtype=np.int64)
-            corr = {}
-            for a, b in {(int(a), int(b)) for a, b in self._pairs} | \
-                    {(int(b), int(a)) for a, b in self._pairs}:
-                corr[(a, b)] = time_correlation(rho[:, a], rho[:, b], lags, self.origins).real
-            fab = np.empty((len(self._pairs), len(lags), len(self.q)))
-            for k, (a, b) in enumerate(self._pairs):
-                sym = 0.5 * (corr[(int(a), int(b))] + corr[(int(b), int(a))])  # (L, M)
-                for s, sel in enumerate(shells):
-                    fab[k, :, s] = sym[:, sel].mean(axis=1) / n_atoms
+            fab = self._coherent_sums(res, lags, shells) / (out.n_vectors * float(n_atoms))
             out.f_coherent = fab
             num = np.zeros((len(lags), len(self.q)))
             for k, (a, b) in enumerate(self._pairs):
