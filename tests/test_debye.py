@@ -250,6 +250,19 @@ def test_load_in_a_fresh_process(tmp_path):
                                         repr(d.results.intensity.tolist()) + "\n"]
 
 
+def test_an_ignored_box_limits_no_range():
+    """ignore_box=True: the distances are not minimum images, so a range beyond half the
+    box is no warning (it was one, from the RDFs' box policy)."""
+    import warnings
+
+    boxed = cluster_universe(box=20.0)  # (the cluster's pairs reach beyond 10 Å)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        d = DebyeScattering(boxed.atoms, q=Q, ignore_box=True, device="cpu").run()
+    assert d.rdf_settings["range"][1] > 10.0
+    assert not [w for w in caught if "half the smallest box width" in str(w.message)]
+
+
 def test_box_refused_unless_ignored():
     boxed = cluster_universe(box=80.0)
     with pytest.raises(ValueError, match="periodic box.*ignore_box=True"):

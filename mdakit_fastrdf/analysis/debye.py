@@ -463,6 +463,11 @@ class DebyeScattering(SpeciesRDF):
         self._check_box(self._ts)
         return Box(NO_BOX)
 
+    def _half_width_message(self):
+        # distances are taken as the positions are, never as minimum images: a box (with
+        # ignore_box=True) limits nothing, so there is no half-width to pass
+        return None
+
     # -- results ------------------------------------------------------------------------
     def _normalise(self, res):
         res.species = list(self.species)
