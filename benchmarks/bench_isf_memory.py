@@ -33,6 +33,9 @@ def main(argv=None):
     p.add_argument("--box", type=float, default=30.0)
     p.add_argument("--shells", type=int, default=17)
     p.add_argument("--lags", type=int, default=100)
+    p.add_argument("--chunk-mib", type=float, default=None,
+                   help="FFT workspace of the correlations (default: the package's; a large "
+                        "value correlates every vector at once, as before the chunks)")
     args = p.parse_args(argv)
 
     import MDAnalysis as mda
@@ -52,6 +55,8 @@ def main(argv=None):
     u.load_new(np.mod(x, args.box).astype(np.float32), format=MemoryReader,
                dimensions=[args.box] * 3 + [90.0] * 3, dt=1.0)
     del x
+    if args.chunk_mib is not None:
+        isf_module.CORRELATION_CHUNK_BYTES = int(args.chunk_mib * 2**20)
     dq = 2 * np.pi / args.box
     q = dq * np.arange(1, args.shells + 1)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # (KiB -> GiB)
