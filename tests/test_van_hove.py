@@ -148,14 +148,45 @@ def test_species_partials_add_up_to_the_whole():
     np.testing.assert_array_equal(parts.count_distinct[1, 0], parts.count_distinct[2, 0])
 
 
-def test_every_backend_gives_the_same_results():
-    u = brownian(n=300, frames=30)
-    kw = {"lags": 8, "nbins": 20, "range": (0.0, 6.0)}
-    ser = VanHove(u.atoms, **kw).run().results
-    par = VanHove(u.atoms, **kw).run(backend="multiprocessing", n_workers=2).results
-    for name in ("count_distinct", "g_distinct", "g_self", "g_self_total", "times",
-                 "n_origins"):
-        np.testing.assert_array_equal(par[name], ser[name])
+@pytest.mark.parametrize("origins", [1, 3])
+def test_every_backend_gives_the_same_results(origins):
+    """Parallel runs histogram each part's own time origins, the part followed by the next
+    max(lags) frames: the parts' integer counts add up to the serial run's, bit for bit,
+    with the parts MDAnalysis's backends cut (2) and with more (5, merged to 3 so that
+    each holds twice the halo), and on the node backend's CPU workers."""
+    u = brownian(n=300, frames=60)
+    kw = {"lags": [0, 1, 4, 8], "nbins": 20, "range": (0.0, 6.0), "origins": origins}
+    serial = VanHove(u.atoms, **kw).run()
+    ser = serial.results
+    from mdakit_fastrdf import NodeBackend
+
+    for run_kw, halos in (({"backend": "multiprocessing", "n_workers": 2}, 1),
+                          ({"backend": "multiprocessing", "n_workers": 2, "n_parts": 5}, 2),
+                          ({"backend": NodeBackend(cpu_workers=2, part_frames=7)}, 2)):
+        vh = VanHove(u.atoms, **kw)
+        par = vh.run(**run_kw).results
+        assert len(vh._own_frames) == halos  # (the parts that carried a halo)
+        for name in ("count_distinct", "g_distinct", "g_self", "g_self_total", "times",
+                     "n_origins", "box_volume_cum", "rho"):
+            np.testing.assert_array_equal(par[name], ser[name], err_msg=name)
+        np.testing.assert_array_equal(vh.frames, serial.frames)  # (no halo frame twice)
+
+
+def test_parts_carry_a_halo_of_the_longest_lag():
+    u = brownian(n=20, frames=40)
+    vh = VanHove(u.atoms, lags=[0, 5])
+    vh.lags = np.array([0, 5])
+    groups = vh._setup_computation_groups(3)
+    assert [len(g) for g in groups] == [14 + 5, 13 + 5, 13]
+    assert [g[0, 0] for g in groups] == [0, 14, 27]
+    np.testing.assert_array_equal(groups[0][:, 0], np.arange(19))  # its own 14 and 5 more
+    assert vh._own_frames == {0: 14, 14: 13}
+    # parts shorter than twice the halo are merged: 40 frames, lag 10 -> 2 parts, not 4;
+    # lag 25 -> one part, no halo
+    vh.lags = np.array([0, 10])
+    assert [len(g) for g in vh._setup_computation_groups(4)] == [20 + 10, 20]
+    vh.lags = np.array([0, 25])
+    assert [len(g) for g in vh._setup_computation_groups(4)] == [40]
 
 
 def test_bad_input_is_a_clear_error():

@@ -3,10 +3,10 @@ atoms' displacements, and its distinct part :math:`G_d(r, t)` from the pair hist
 between the positions at :math:`t_0` and at :math:`t_0 + t` (the package's kernels, CPU or
 GPU).
 
-Each frame the analysis keeps the atoms' positions and box; at the end it histograms every
-lag over its time origins in the process that called :meth:`run`. The per-frame rows are
-gathered in frame order from every parallel backend, and the counts are integers, so the
-results do not depend on the backend or the device.
+Frame-parallel by time origins: each part of a run keeps the positions of its frames and of
+the next ``max(lags)`` frames (its halo), and histograms the origins among its own frames
+on its worker's device. The counts are integers summed over the parts, so the results do
+not depend on the backend, the split or the device.
 """
 
 from __future__ import annotations
@@ -14,14 +14,19 @@ from __future__ import annotations
 import numpy as np
 from MDAnalysis.analysis.results import Results
 
-from ..engine import NO_BOX, Engine, prepare_box
+from ..engine import NO_BOX, prepare_box
 from .base import PairHistogramBase, PairLayout, available_memory_bytes
 from .boxes import BOX_FIELDS, BoxStatistics
 from .checks import check_atomgroup
 from .coords import prepare_coordinates
 from .declarations import Command, Curve, Field, Option, OutputSpec
-from .dynamics import (check_lags, check_origins, command_options,
-                       origin_frames, unwrap_positions)
+from .dynamics import (
+    check_lags,
+    check_origins,
+    command_options,
+    origin_frames,
+    unwrap_positions,
+)
 from .histograms import normalise_counts, shell_volumes
 from .rdf import exclusion_labels
 from .species import group_species
@@ -140,10 +145,12 @@ class VanHove(BoxStatistics, PairHistogramBase):
 
     Notes
     -----
-    The run reads the frames (on any backend) and keeps every analysed frame's positions;
-    the histograms of all lags and origins then run in the process that called
-    :meth:`run`, on `device` with its threads. For each lag and origin the distinct part is
-    one kernel call over :math:`N_1 + N_2` positions.
+    Frame-parallel by time origins: every part of the run (a worker's share of the frames,
+    on any backend) also reads the next ``max(lags)`` frames, keeps the positions, and
+    histograms the time origins among its own frames, on its worker's device (a GPU
+    worker's GPU) with its threads: for each lag and origin, one kernel call over
+    :math:`N_1 + N_2` positions. A part holds at least twice the halo's frames (longer
+    lags make fewer parts). The parts' integer counts add up to the serial run's.
 
     Examples
     --------
@@ -237,23 +244,52 @@ class VanHove(BoxStatistics, PairHistogramBase):
                           offsets=np.array([0, len(self._atoms)], dtype=np.int64),
                           pairs=np.zeros((1, 2), dtype=np.int32))
 
-    def _frame_rows(self):
-        return {"frame_time": (), "frame_box": (6,), "frame_volume": (),
-                "frame_positions": (len(self._atoms), 3)}
-
     def _density_sizes(self):
         return [len(g) for g in self._self_groups]
 
+    # -- parts of the run: each histograms its own time origins --------------------------
+    def _setup_computation_groups(self, n_parts, start=None, stop=None, step=None,
+                                  frames=None):
+        """The parts of the run, each followed by the next ``max(lags)`` frames (its halo):
+        a part histograms the time origins of its own frames, whose later frames it then
+        holds; the counts of the parts add up to the run's. Parts hold at least twice the
+        halo's frames (fewer parts when the lags are long), as a halo is read twice."""
+        groups = super()._setup_computation_groups(n_parts, start=start, stop=stop,
+                                                   step=step, frames=frames)
+        self._own_frames = {}
+        halo = int(self.lags[-1]) if getattr(self, "lags", None) is not None else 0
+        if len(groups) <= 1 or halo == 0:
+            return groups
+        whole = np.concatenate(groups)  # (rows: the run's positions 0, 1, ... in order)
+        n = max(1, min(len(groups), len(whole) // (2 * halo)))
+        if n != len(groups):
+            groups = np.array_split(whole, n)
+        out = []
+        for k, group in enumerate(groups):
+            if k + 1 < len(groups):
+                self._own_frames[int(group[0, 0])] = len(group)
+                end = int(group[-1, 0]) + 1
+                group = np.concatenate([group, whole[end:end + halo]])
+            out.append(group)
+        return out
+
     def _prepare(self):
         super()._prepare()
-        per_frame = sum(int(np.prod(s)) for s in self._frame_rows().values()) * 8
-        need = per_frame * len(self.results.frame_index)
+        local = getattr(self, "_local_frames", None)
+        n = len(self._sliced_trajectory) if local is None else len(local)
+        n_atoms, n_self = len(self._atoms), sum(len(g) for g in self._self_groups)
+        need = n * (12 * n_atoms + (24 * n_self if self.self_part else 0) + 48)
         free = available_memory_bytes()
         if free is not None and need > 0.8 * free:
             raise MemoryError(
-                f"VanHove keeps {per_frame / 2**20:.1f} MiB a frame ({need / 2**30:.1f} GiB "
-                f"for this worker's frames), more than this machine has free "
-                f"({free / 2**30:.1f} GiB); analyse fewer frames or fewer atoms")
+                f"VanHove keeps {need / n / 2**20:.1f} MiB a frame ({need / 2**30:.1f} GiB "
+                f"for this worker's {n} frames), more than this machine has free "
+                f"({free / 2**30:.1f} GiB); analyse fewer frames or fewer atoms, or run on "
+                f"more workers (each holds its part of the frames)")
+        self._kept_positions = np.empty((n, n_atoms, 3), dtype=np.float32)
+        self._kept_dims = np.empty((n, 6), dtype=np.float32)
+        self._kept_volume = np.empty(n)
+        self._kept_time = np.empty(n)
 
     def _single_frame(self):
         ts = self._ts
@@ -261,11 +297,31 @@ class VanHove(BoxStatistics, PairHistogramBase):
         if box.kind == NO_BOX:
             raise ValueError(f"frame {ts.frame} has no periodic box: VanHove needs one in "
                              f"every frame")
-        pos = self._take_positions(self._layout_cache.ix, self._buf)
-        self._store_frame("frame_time", ts.time)
-        self._store_frame("frame_box", ts.dimensions)
-        self._store_frame("frame_volume", ts.volume)
-        self._store_frame("frame_positions", pos)
+        i = self._frame_index
+        self._take_positions(self._layout_cache.ix, self._kept_positions[i])
+        self._kept_dims[i] = ts.dimensions
+        self._kept_volume[i] = ts.volume
+        self._kept_time[i] = ts.time
+
+    def _compute(self, indexed_frames, verbose=None, **kwargs):
+        out = super()._compute(indexed_frames, verbose=verbose, **kwargs)
+        index = self._local_frames
+        n_own = getattr(self, "_own_frames", {}).get(int(index[0]), len(index)) \
+            if len(index) else 0
+        self._histogram_part(index, n_own)
+        # the halo's frames are the next part's: this part reports its own frames only
+        self.frames, self.times = self.frames[:n_own], self.times[:n_own]
+        self._kept_positions = self._kept_dims = None
+        return out
+
+    def _block_lookup(self):
+        from .blocks import concatenate_parts, sum_parts
+
+        lookup = dict(super()._block_lookup())
+        lookup.update({"count_self": sum_parts, "count_distinct": sum_parts,
+                       "own_index": concatenate_parts, "own_time": concatenate_parts,
+                       "own_volume": concatenate_parts})
+        return lookup
 
     def run(self, start=None, stop=None, step=None, frames=None, verbose=None, **kwargs):
         """Perform the calculation (see :meth:`PairHistogramBase.run`; ``blocks`` is not
@@ -288,80 +344,105 @@ class VanHove(BoxStatistics, PairHistogramBase):
         sizes = np.array([len(r) for r in rows], dtype=np.int64)
         return rows, np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
-    def _self_counts(self, pos, lags, edges):
-        """``(n_species, n_lags, nbins)`` int64 counts of the displacement lengths."""
-        rows, offsets = self._rows_of(self._self_groups)
-        sel = np.concatenate(rows)
-        species_of_row = np.repeat(np.arange(len(rows)), np.diff(offsets))
-        n = len(self._self_groups)
-        out = np.zeros((n, len(lags), len(edges) - 1), dtype=np.int64)
-        per = max(1, SELF_CHUNK // max(1, len(sel)))
-        for j, tau in enumerate(lags):
-            t0 = origin_frames(len(pos), tau, self.origins)
+    def _origins(self, index, n_own, tau):
+        """Local positions of this part's time origins of lag `tau`: its own frames whose
+        position in the run is a multiple of ``origins``, with ``t0 + tau`` held here."""
+        p = np.arange(n_own, dtype=np.int64)
+        return p[(index[:n_own] % self.origins == 0) & (p + tau < len(index))]
+
+    def _histogram_part(self, index, n_own):
+        """This part's integer counts over its own origins, and its own frames' times and
+        volumes (in ``results``)."""
+        res = self.results
+        res.own_index = np.asarray(index[:n_own], dtype=np.int64)
+        res.own_time = self._kept_time[:n_own].copy()
+        res.own_volume = self._kept_volume[:n_own].copy()
+        origins = [self._origins(index, n_own, int(tau)) for tau in self.lags]
+        if self.self_part:
+            rows = np.concatenate(self._rows_of(self._self_groups)[0])
+            pos = unwrap_positions(self._kept_positions[:, rows], self._kept_dims)
+            res.count_self = self._self_counts(pos, origins, self._edges)
+        if self.distinct:
+            res.count_distinct = self._distinct_counts(origins)
+
+    def _self_counts(self, pos, origins, edges):
+        """``(n_species, n_lags, nbins)`` int64 counts of the displacement lengths (`pos`:
+        the self groups' atoms, made whole)."""
+        sizes = np.array([len(g) for g in self._self_groups], dtype=np.int64)
+        species_of_row = np.repeat(np.arange(len(sizes)), sizes)
+        n = len(sizes)
+        out = np.zeros((n, len(self.lags), len(edges) - 1), dtype=np.int64)
+        per = max(1, SELF_CHUNK // max(1, pos.shape[1]))
+        for j, tau in enumerate(self.lags):
+            t0 = origins[j]
             for c in np.arange(0, len(t0), per):
                 part = t0[c:c + per]
-                disp = pos[part + tau][:, sel] - pos[part][:, sel]
-                out[:, j] += self_histogram(disp, edges, species_of_row, n)
+                out[:, j] += self_histogram(pos[part + tau] - pos[part], edges,
+                                            species_of_row, n)
         return out
 
-    def _distinct_counts(self, pos32, dims32, lags, edges):
+    def _distinct_pairs(self):
+        """Species pairs of the kernels: species a of the positions at t0 (rows of species
+        0 .. s-1), b of those at t0 + t (species s ..)."""
+        s = len(self._t0_groups)
+        return np.array([(a, s + b) for a in range(s) for b in range(len(self._t_groups))],
+                        dtype=np.int32).reshape(-1, 2)
+
+    def _distinct_counts(self, origins):
         """``(n_pairs, n_lags, nbins)`` uint64 pair counts, one kernel call per lag and
-        origin."""
+        origin (this worker's engine: its device and threads)."""
         t0_rows, off0 = self._rows_of(self._t0_groups)
         t_rows, off1 = self._rows_of(self._t_groups)
         rows0, rows1 = np.concatenate(t0_rows), np.concatenate(t_rows)
         offsets = np.concatenate([off0, off0[-1] + off1[1:]]).astype(np.int64)
-        ix = self._atoms
-        labels = exclusion_labels(ix[rows0], ix[rows1], False)
-        s = len(self._t0_groups)  # species a at t0 (rows of 0..s-1), b at t0 + t (s..)
-        pairs = np.array([(a, s + b) for a in range(s) for b in range(len(self._t_groups))],
-                         dtype=np.int32).reshape(-1, 2)
+        labels = exclusion_labels(self._atoms[rows0], self._atoms[rows1], False)
+        pairs = self._distinct_pairs()
         sizes = (len(rows0), len(rows1))
-        counts = np.zeros((len(lags), len(pairs), len(edges) - 1), dtype=np.uint64)
-        edges = np.ascontiguousarray(edges, dtype=np.float64)
-        rmax = self.rdf_settings["range"][1]
-        engine = Engine(self.device, self.precision, self.n_threads, method=self.method)
+        counts = np.zeros((len(self.lags), len(pairs), len(self._edges) - 1),
+                          dtype=np.uint64)
+        pos, dims = self._kept_positions, self._kept_dims
         boxes = {}
         coords = np.empty((len(rows0) + len(rows1), 3), dtype=np.float32)
-        for j, tau in enumerate(lags):
+        for j, tau in enumerate(self.lags):
             out = counts[j]
-            for t0 in origin_frames(len(pos32), tau, self.origins):
+            for t0 in origins[j]:
                 box = boxes.get(t0)
                 if box is None:
-                    box = boxes[t0] = prepare_box(dims32[t0])
-                np.take(pos32[t0], rows0, axis=0, out=coords[:len(rows0)])
-                np.take(pos32[t0 + tau], rows1, axis=0, out=coords[len(rows0):])
-                used = prepare_coordinates(self.coordinates, box, coords, sizes, rmax)
-                engine.accumulate(coords, offsets, pairs, edges, used, labels, out)
-        engine.synchronize()
-        self._device_used = engine.device_used
-        return np.ascontiguousarray(counts.transpose(1, 0, 2)), pairs
+                    box = boxes[t0] = prepare_box(dims[t0])
+                np.take(pos[t0], rows0, axis=0, out=coords[:len(rows0)])
+                np.take(pos[t0 + tau], rows1, axis=0, out=coords[len(rows0):])
+                used = prepare_coordinates(self.coordinates, box, coords, sizes, self._rmax)
+                self._engine.accumulate(coords, offsets, pairs, self._edges, used, labels,
+                                        out)
+        self._engine.synchronize()
+        self._device_used = self._engine.device_used
+        return np.ascontiguousarray(counts.transpose(1, 0, 2))
 
     def _normalise(self, res):
-        n_frames = len(res.frame_index)
+        order = np.argsort(res.own_index, kind="stable")
+        n_frames = len(order)
+        if not np.array_equal(res.own_index[order], np.arange(n_frames)):
+            raise RuntimeError("VanHove: the parts' own frames do not cover the run once")
+        time, volume = res.own_time[order], res.own_volume[order]
         lags = check_lags(self._lags_asked, n_frames)
-        t = np.asarray(res.frame_time, dtype=np.float64)
-        dt = np.diff(t)
+        dt = np.diff(time)
         if len(dt) and not np.allclose(dt, dt[0], rtol=1e-4, atol=1e-6):
             raise ValueError("frames: the analysed frames are not evenly spaced in time, so "
                              "a lag is not one time; analyse evenly spaced frames")
         step = float(dt[0]) if len(dt) else 0.0
         edges = np.asarray(res.edges, dtype=np.float64)
-        n_origins = np.array([len(origin_frames(n_frames, tau, self.origins)) for tau in lags],
-                             dtype=np.int64)
+        starts = [origin_frames(n_frames, tau, self.origins) for tau in lags]
+        n_origins = np.array([len(t0) for t0 in starts], dtype=np.int64)
         out = Results(lags=lags, times=lags * step, n_origins=n_origins,
                       species=list(self.species))
         if self.self_part:
-            pos = unwrap_positions(res.frame_positions, res.frame_box)
-            counts = self._self_counts(pos, lags, edges)
+            counts = res.count_self
             sizes = np.array(self._density_sizes(), dtype=np.float64)
             vol = shell_volumes(edges)
             out.g_self = counts / (n_origins[None, :, None] * sizes[:, None, None] * vol)
             out.g_self_total = counts.sum(axis=0) / (n_origins[:, None] * sizes.sum() * vol)
         if self.distinct:
-            pos32 = res.frame_positions.astype(np.float32)
-            dims32 = res.frame_box.astype(np.float32)
-            counts, pairs = self._distinct_counts(pos32, dims32, lags, edges)
+            counts, pairs = res.count_distinct, self._distinct_pairs()
             # (indices into results.species: g1 and g2 without by, else the species twice)
             same = len(self.species) == len(self._t0_groups)  # (g2 is not another species)
             out.pairs = pairs - np.array([0, len(self._t0_groups) if same else 0],
@@ -372,22 +453,26 @@ class VanHove(BoxStatistics, PairHistogramBase):
                 both = np.intersect1d(groups[a].ix, groups[b].ix, assume_unique=True)
                 n_pairs.append(len(groups[a]) * len(groups[b]) - len(both))
             g = np.empty(counts.shape)
-            for j, tau in enumerate(lags):
+            for j, t0 in enumerate(starts):
                 volume_cum = 0  # (summed frame by frame, as InterRDF sums ts.volume)
-                for v in res.frame_volume[origin_frames(n_frames, tau, self.origins)]:
+                for v in volume[t0]:
                     volume_cum += v
                 g[:, j] = normalise_counts(counts[:, j].astype(np.float64), "rdf",
                                            n_origins[j], edges, volume_cum, n_pairs)
             out.count_distinct = counts
             out.g_distinct = g
-        rho = None
-        if "box_volume_cum" in res:
-            from .boxes import number_densities
-
-            rho = number_densities(self._density_sizes(), res.box_volume_cum, n_frames)
-        for name in (*self._frame_rows(), "frame_index", "count_uint64"):
+        # the run's own frames (a halo's frames are counted by their own part)
+        volume_cum = 0.0
+        for v in volume:
+            volume_cum += v
+        for name in ("own_index", "own_time", "own_volume", "count_self", "count_distinct",
+                     "count_uint64"):
             res.pop(name, None)
         res.update(out)
+        res.box_volume_cum = volume_cum
+        from .boxes import number_densities
+
+        rho = number_densities(self._density_sizes(), volume_cum, n_frames)
         if rho is not None:
             res.rho = rho
 
