@@ -161,7 +161,7 @@ def main(argv=None):
     print("|---|---|---|---|---|")
     for k, (name, n, sec, rate) in enumerate(rows):
         ratio = rate / rows[k - k % 2 + 1][3]
-        print(f"| {name:40s} | {n} | {sec:.2f} | {rate:.1f} | {ratio:.1f}x |")
+        print(f"| {name:40s} | {n} | {sec:.2f} | {rate:.3g} | {ratio:.1f}x |")
 
 
 if __name__ == "__main__":
