@@ -13,12 +13,15 @@ Rows:
   pairs and given as a rate); the counts of those pairs are compared;
 * self G_s(r, t), ``VanHove(..., distinct=False)``, against a NumPy loop over lags and
   origins (``np.linalg.norm`` of the displacements and ``np.histogram``, positions made
-  whole by ``unwrap_positions`` in both); the counts are compared.
+  whole by ``unwrap_positions`` in both); the counts are compared;
+* self F_s(q, t), ``IntermediateScattering(..., coherent=False)`` at --q, against the same
+  loop with ``np.sinc``; the values are compared.
 
 Rates are lag-origin pairs per second. Usage::
 
     python benchmarks/bench_van_hove.py                               # 16,000 atoms, CPU
     python benchmarks/bench_van_hove.py --atoms 100000 --frames 199 --lags 100 --device cuda
+    python benchmarks/bench_van_hove.py --frames 200 --lags 100 --no-distinct  # self parts
 """
 
 from __future__ import annotations
@@ -87,35 +90,11 @@ def baseline_self(u, lags, edges):
     return time.perf_counter() - t, counts
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--atoms", type=int, default=16000)
-    p.add_argument("--frames", type=int, default=60)
-    p.add_argument("--lags", type=int, default=10, help="lags 0 .. LAGS - 1")
-    p.add_argument("--rmax", type=float, default=15.0)
-    p.add_argument("--nbins", type=int, default=150)
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--precision", default="single", choices=["single", "double"])
-    p.add_argument("--baseline-pairs", type=int, default=4)
-    p.add_argument("--no-self", action="store_true")
-    args = p.parse_args(argv)
-
-    from _machine import describe
-
+def distinct_rows(u, args, lags, todo, edges, kw):
+    """G_d: VanHove against capped_distance + np.histogram (a sample of the pairs)."""
     from mdakit_fastrdf import VanHove
-    print("command: python benchmarks/" + os.path.basename(__file__) + " "
-          + " ".join(argv if argv is not None else sys.argv[1:]))
-    print(describe())
-    u, box = brownian_universe(args.atoms, args.frames)
-    lags = list(range(args.lags))
-    todo = pairs_of(args.frames, lags)
-    edges = np.linspace(0.0, args.rmax, args.nbins + 1)
-    print(f"{args.atoms} atoms, box {box:.1f} Å, {args.frames} frames, lags 0..{lags[-1]}: "
-          f"{len(todo)} lag-origin pairs; r <= {args.rmax} Å, {args.nbins} bins, "
-          f"precision {args.precision}")
-    rows = []
 
-    kw = {"lags": lags, "nbins": args.nbins, "range": (0.0, args.rmax)}
+    rows = []
     VanHove(u.atoms, self_part=False, device=args.device, precision=args.precision,
             lags=[0, 1], nbins=args.nbins, range=(0.0, args.rmax)).run(stop=3)  # (warm-up)
     t = time.perf_counter()
@@ -123,7 +102,7 @@ def main(argv=None):
                  **kw).run()
     ours = time.perf_counter() - t
     ours_rate = len(todo) / ours
-    rows.append(("G_d  VanHove(device=%s)" % vh._device_used, len(todo), ours, ours_rate))
+    rows.append((f"G_d  VanHove(device={vh._device_used})", len(todo), ours, ours_rate))
     if args.baseline_pairs > 0:
         sample = [todo[int(i)] for i in np.linspace(0, len(todo) - 1, args.baseline_pairs)]
         base, ref = baseline_distinct(u, sample, edges)
@@ -145,17 +124,89 @@ def main(argv=None):
     else:
         rows.append(("G_d  capped_distance + np.histogram: not run", 0, float("nan"),
                      float("nan")))
+    return rows
+
+
+def baseline_f_self(u, lags, q):
+    """A NumPy loop: positions made whole, then every lag and origin, norms and np.sinc."""
+    from mdakit_fastrdf.analysis.dynamics import unwrap_positions
+
+    t = time.perf_counter()
+    pos = u.trajectory.timeseries(order="fac")
+    whole = unwrap_positions(pos, np.tile(u.dimensions, (len(pos), 1)))
+    out = np.zeros((len(lags), len(q)))
+    for j, tau in enumerate(lags):
+        for t0 in range(len(whole) - tau):
+            d = np.linalg.norm(whole[t0 + tau] - whole[t0], axis=1)
+            for k, qv in enumerate(q):
+                out[j, k] += np.sinc(qv * d / np.pi).mean()
+        out[j] /= len(whole) - tau
+    return time.perf_counter() - t, out
+
+
+def self_rows(u, args, lags, todo, edges, kw):
+    """G_s (VanHove) and F_s (IntermediateScattering) against NumPy loops."""
+    from mdakit_fastrdf import IntermediateScattering, VanHove
+
+    rows = []
+    t = time.perf_counter()
+    vs = VanHove(u.atoms, distinct=False, **kw).run()
+    ours = time.perf_counter() - t
+    base, ref = baseline_self(u, lags, edges)
+    shells = 4 / 3 * np.pi * np.diff(edges ** 3)
+    got = np.rint(vs.results.g_self_total * vs.results.n_origins[:, None] * args.atoms
+                  * shells).astype(np.int64)
+    print(f"  G_s counts equal the NumPy loop's: {np.array_equal(got, ref)}")
+    rows.append(("G_s  VanHove", len(todo), ours, len(todo) / ours))
+    rows.append(("G_s  NumPy loop", len(todo), base, len(todo) / base))
+    t = time.perf_counter()
+    fs = IntermediateScattering(u.atoms, q=args.q, lags=lags, coherent=False,
+                                by={"all": u.atoms}).run()
+    ours = time.perf_counter() - t
+    base, ref = baseline_f_self(u, lags, args.q)
+    diff = float(np.max(np.abs(fs.results.f_self_total - ref)))
+    print(f"  F_s at q = {args.q} 1/Å against the NumPy loop's: max |difference| {diff:.1e}")
+    rows.append(("F_s  IntermediateScattering(coherent=False)", len(todo), ours,
+                 len(todo) / ours))
+    rows.append(("F_s  NumPy loop", len(todo), base, len(todo) / base))
+    return rows
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--atoms", type=int, default=16000)
+    p.add_argument("--frames", type=int, default=60)
+    p.add_argument("--lags", type=int, default=10, help="lags 0 .. LAGS - 1")
+    p.add_argument("--rmax", type=float, default=15.0)
+    p.add_argument("--nbins", type=int, default=150)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--precision", default="single", choices=["single", "double"])
+    p.add_argument("--baseline-pairs", type=int, default=4)
+    p.add_argument("--no-self", action="store_true")
+    p.add_argument("--no-distinct", action="store_true")
+    p.add_argument("--q", type=float, nargs="+", default=[1.0, 2.0],
+                   help="|q| of the self F_s(q, t) rows (1/Å)")
+    args = p.parse_args(argv)
+
+    from _machine import describe
+
+    print("command: python benchmarks/" + os.path.basename(__file__) + " "
+          + " ".join(argv if argv is not None else sys.argv[1:]))
+    print(describe())
+    u, box = brownian_universe(args.atoms, args.frames)
+    lags = list(range(args.lags))
+    todo = pairs_of(args.frames, lags)
+    edges = np.linspace(0.0, args.rmax, args.nbins + 1)
+    print(f"{args.atoms} atoms, box {box:.1f} Å, {args.frames} frames, lags 0..{lags[-1]}: "
+          f"{len(todo)} lag-origin pairs; r <= {args.rmax} Å, {args.nbins} bins, "
+          f"precision {args.precision}")
+    rows = []
+
+    kw = {"lags": lags, "nbins": args.nbins, "range": (0.0, args.rmax)}
+    if not args.no_distinct:
+        rows += distinct_rows(u, args, lags, todo, edges, kw)
     if not args.no_self:
-        t = time.perf_counter()
-        vs = VanHove(u.atoms, distinct=False, **kw).run()
-        ours_s = time.perf_counter() - t
-        base_s, ref_s = baseline_self(u, lags, edges)
-        shells = 4 / 3 * np.pi * np.diff(edges ** 3)
-        got = np.rint(vs.results.g_self_total * vs.results.n_origins[:, None] * args.atoms
-                      * shells).astype(np.int64)
-        print(f"  self counts equal the NumPy loop's: {np.array_equal(got, ref_s)}")
-        rows.append(("G_s  VanHove", len(todo), ours_s, len(todo) / ours_s))
-        rows.append(("G_s  NumPy loop", len(todo), base_s, len(todo) / base_s))
+        rows += self_rows(u, args, lags, todo, edges, kw)
     print()
     print(f"| {'what':40s} | lag-origin pairs | time (s) | pairs/s | ratio |")
     print("|---|---|---|---|---|")

@@ -79,7 +79,7 @@ print(f"{got}: variants {compiled}, this CPU runs {list(m.usable_variants())}")
 if [ $# -eq 0 ]; then
     set -- tests/test_kernel.py tests/test_cells.py tests/test_double_filter.py tests/test_properties.py \
         tests/test_overflow.py tests/test_hostile.py tests/test_interrdf_s.py tests/test_kspace.py \
-        tests/test_slab.py -k "not adk and not memprot and not past_2_32"
+        tests/test_slab.py tests/test_displacements.py -k "not adk and not memprot and not past_2_32"
 fi
 echo "== running pytest $* under ASan/UBSan"
 "${python}" -m pytest -q -p no:cacheprovider "$@"

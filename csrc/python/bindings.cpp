@@ -304,6 +304,7 @@ void site_histograms(py::array coords1, py::array coords2, double rmin, double r
 
 namespace fastrdf {
 void bind_kspace(py::module_& m);  // bindings_kspace.cpp: the direct k-space sum
+void bind_displacements(py::module_& m);  // cpu/displacements.cpp: self parts of dynamics
 }
 
 PYBIND11_MODULE(_fastrdf_cpu, m) {
@@ -343,6 +344,7 @@ PYBIND11_MODULE(_fastrdf_cpu, m) {
     m.def("l2_cache_bytes", &cpu::l2_cache_bytes);
     m.def("max_threads", &max_threads);
     bind_kspace(m);
+    bind_displacements(m);
     m.attr("threads") = "fork-aware std::thread pool";
     // The constants of the kernels, for the Python engine (mdakit_fastrdf.engine)
     m.attr("MAX_BINS") = kMaxBins;

@@ -136,7 +136,7 @@ def unwrap_positions(positions, dimensions) -> np.ndarray:
         smallest perpendicular width (the stride between analysed frames is too long to
         unwrap: atoms may have moved half a box unseen).
     """
-    pos = np.asarray(positions, dtype=np.float64)
+    pos = np.ascontiguousarray(positions, dtype=np.float64)  # (and so is the result)
     dims = np.asarray(dimensions, dtype=np.float64)
     if pos.ndim != 3 or pos.shape[2] != 3 or dims.shape != (pos.shape[0], 6):
         raise ValueError(f"positions must be (F, N, 3) and dimensions (F, 6), got "

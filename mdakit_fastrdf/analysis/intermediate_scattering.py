@@ -19,7 +19,7 @@ from ..engine import NO_BOX, prepare_box
 from .base import PairHistogramBase, PairLayout, available_memory_bytes
 from .checks import check_atomgroup
 from .declarations import Command, Curve, Field, Option, OutputSpec
-from .dynamics import (check_lags, check_origins, command_options,
+from .dynamics import (check_lags, check_origins, command_options, origin_frames,
                        time_correlation, unwrap_positions)
 from .scattering import species_elements, species_weights
 from .species import group_species
@@ -414,16 +414,15 @@ class IntermediateScattering(PairHistogramBase):
             den = np.sum((sizes / n_atoms)[:, None] * self._w ** 2, axis=0)
             out.f_total = num / den
         if self.self_part:
+            from ..engine.displacements import sinc_sums
+
             pos = unwrap_positions(res.frame_positions, res.frame_box)
-            offsets = self._layout().offsets
+            species = np.repeat(np.arange(len(self.groups), dtype=np.int32), sizes.astype(int))
             fs = np.empty((len(self.groups), len(lags), len(self.q)))
             for j, tau in enumerate(lags):
-                t0 = np.arange(0, n_frames - tau, self.origins)
-                d = np.sqrt(np.sum((pos[t0 + tau] - pos[t0]) ** 2, axis=2))  # (n0, N)
-                for s, qv in enumerate(self.q):
-                    per_atom = np.sinc(qv * d / np.pi).mean(axis=0)  # sin(x)/x, 1 at x = 0
-                    for a in range(len(self.groups)):
-                        fs[a, j, s] = per_atom[offsets[a]:offsets[a + 1]].mean()
+                t0 = origin_frames(n_frames, tau, self.origins)
+                fs[:, j] = sinc_sums(pos, t0, tau, species, len(self.groups), self.q,
+                                     self.n_threads) / (len(t0) * sizes[:, None])
             out.f_self = fs
             wts = sizes[:, None] * self._v ** 2
             out.f_self_total = np.einsum("aq,alq->lq", wts, fs) / wts.sum(axis=0)

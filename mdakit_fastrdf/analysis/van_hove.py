@@ -33,28 +33,6 @@ from .species import group_species
 
 __all__ = ["VanHove"]
 
-#: Displacements histogrammed at once by the self part (bounds its temporary memory).
-SELF_CHUNK = 1 << 21
-
-
-def self_histogram(disp, edges, species_of_row, n_species):
-    """``(n_species, nbins)`` int64 counts of the lengths of the displacements `disp`
-    (``(..., N, 3)`` float64) per species, binned as :func:`numpy.histogram` bins (the
-    last bin closed, lengths outside ``[edges[0], edges[-1]]`` not counted)."""
-    nbins = len(edges) - 1
-    d = np.sqrt(np.einsum("...i,...i->...", disp, disp)).reshape(-1, disp.shape[-2])
-    # np.histogram's own rule for equal bins: the index from the scaled distance, then
-    # moved by one where rounding put a value on the wrong side of its edge
-    lo, hi = edges[0], edges[-1]
-    k = ((d - lo) * (nbins / (hi - lo))).astype(np.int64)
-    np.clip(k, 0, nbins - 1, out=k)
-    k -= d < edges[k]
-    k += (d >= edges[k + 1]) & (k != nbins - 1)
-    inside = (d >= lo) & (d <= hi)
-    code = species_of_row[None, :] * nbins + k
-    return np.bincount(code[inside], minlength=n_species * nbins).reshape(n_species, nbins)
-
-
 class VanHove(BoxStatistics, PairHistogramBase):
     r"""Self and distinct van Hove functions of atom groups, per species.
 
@@ -367,18 +345,19 @@ class VanHove(BoxStatistics, PairHistogramBase):
 
     def _self_counts(self, pos, origins, edges):
         """``(n_species, n_lags, nbins)`` int64 counts of the displacement lengths (`pos`:
-        the self groups' atoms, made whole)."""
+        the self groups' atoms, made whole), one compiled pass per lag."""
+        from ..engine.displacements import displacement_histogram
+
         sizes = np.array([len(g) for g in self._self_groups], dtype=np.int64)
-        species_of_row = np.repeat(np.arange(len(sizes)), sizes)
+        species_of_row = np.repeat(np.arange(len(sizes), dtype=np.int32), sizes)
         n = len(sizes)
         out = np.zeros((n, len(self.lags), len(edges) - 1), dtype=np.int64)
-        per = max(1, SELF_CHUNK // max(1, pos.shape[1]))
+        counts = np.empty((n, len(edges) - 1), dtype=np.int64)
         for j, tau in enumerate(self.lags):
-            t0 = origins[j]
-            for c in np.arange(0, len(t0), per):
-                part = t0[c:c + per]
-                out[:, j] += self_histogram(pos[part + tau] - pos[part], edges,
-                                            species_of_row, n)
+            counts[...] = 0
+            displacement_histogram(pos, origins[j], tau, species_of_row, n, edges, counts,
+                                   self._worker_threads)
+            out[:, j] = counts
         return out
 
     def _distinct_pairs(self):

@@ -1,0 +1,201 @@
+// Self parts of the time correlations (the van Hove function G_s(r, t), the intermediate
+// scattering function F_s(q, t)): for one lag, the displacements r_i(t0 + lag) - r_i(t0) of
+// every atom over the given time origins, in float64 from positions made whole.
+//
+// Threads own contiguous ranges of origins. The histogram's counts are integers (summed
+// over the threads at the end); the sinc sums are kept per origin, each summed over the atoms
+// in their order, and then added in the origins' order: the same bits for any thread count.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "fastrdf/cpu.hpp"
+
+namespace py = pybind11;
+
+namespace fastrdf {
+
+namespace {
+
+struct Displacements {
+    const double* pos = nullptr;  // (n_frames, n_atoms, 3)
+    std::int64_t n_frames = 0, n_atoms = 0;
+    const std::int64_t* origins = nullptr;
+    std::int64_t n_origins = 0, lag = 0;
+    const std::int32_t* species = nullptr;  // (n_atoms,) 0 .. n_species - 1
+    int n_species = 0;
+};
+
+// lengths d[i] = |r_i(t0 + lag) - r_i(t0)|, the squares added as NumPy adds them:
+// (dx dx + dy dy) + dz dz, with no fused multiply-add (FASTRDF_FP_FLAGS)
+void lengths(const Displacements& p, std::int64_t t0, double* d) {
+    const double* a = p.pos + 3 * t0 * p.n_atoms;
+    const double* b = p.pos + 3 * (t0 + p.lag) * p.n_atoms;
+#pragma omp simd
+    for (std::int64_t i = 0; i < p.n_atoms; ++i) {
+        const double dx = b[3 * i] - a[3 * i];
+        const double dy = b[3 * i + 1] - a[3 * i + 1];
+        const double dz = b[3 * i + 2] - a[3 * i + 2];
+        double s = dx * dx + dy * dy;
+        s += dz * dz;
+        d[i] = std::sqrt(s);
+    }
+}
+
+Displacements parse(py::array_t<double, py::array::c_style | py::array::forcecast> pos,
+                    py::array_t<std::int64_t, py::array::c_style | py::array::forcecast> origins,
+                    std::int64_t lag,
+                    py::array_t<std::int32_t, py::array::c_style | py::array::forcecast> species,
+                    int n_species) {
+    if (pos.ndim() != 3 || pos.shape(2) != 3)
+        throw std::invalid_argument("positions: must be (n_frames, n_atoms, 3) float64");
+    if (origins.ndim() != 1) throw std::invalid_argument("origins: must be 1-D");
+    if (species.ndim() != 1 || species.shape(0) != pos.shape(1))
+        throw std::invalid_argument("species: one species index per atom");
+    if (n_species < 1) throw std::invalid_argument("n_species: must be >= 1");
+    Displacements p;
+    p.pos = pos.data();
+    p.n_frames = pos.shape(0);
+    p.n_atoms = pos.shape(1);
+    p.origins = origins.data();
+    p.n_origins = origins.shape(0);
+    p.lag = lag;
+    p.species = species.data();
+    p.n_species = n_species;
+    if (lag < 0) throw std::invalid_argument("lag: must be >= 0");
+    for (std::int64_t k = 0; k < p.n_origins; ++k)
+        if (p.origins[k] < 0 || p.origins[k] + lag >= p.n_frames)
+            throw std::invalid_argument("origins: t0 and t0 + lag must be frames of positions");
+    for (std::int64_t i = 0; i < p.n_atoms; ++i)
+        if (p.species[i] < 0 || p.species[i] >= n_species)
+            throw std::invalid_argument("species: an index outside 0 .. n_species - 1");
+    return p;
+}
+
+int threads_for(int n_threads, std::int64_t work) {
+    if (n_threads < 0) throw std::invalid_argument("n_threads: must be >= 1 (or 0 for all cores)");
+    const int t = n_threads == 0 ? cpu::hardware_threads() : n_threads;
+    return static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(t, work)));
+}
+
+// Adds to out (n_species, nbins) the counts of the displacement lengths of every origin,
+// binned as numpy.histogram bins equal bins: the index from the scaled length, moved by one
+// where rounding put a length on the wrong side of its edge; the last bin closed.
+void displacement_histogram(py::array positions, py::array origins, std::int64_t lag,
+                            py::array species, int n_species, py::array edges_in,
+                            py::array out_in, int n_threads) {
+    const Displacements p = parse(positions, origins, lag, species, n_species);
+    auto edges = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(edges_in);
+    if (!edges || edges.ndim() != 1 || edges.shape(0) < 2)
+        throw std::invalid_argument("edges: a 1-D float64 array of at least two edges");
+    const std::int64_t nbins = edges.shape(0) - 1;
+    const double* e = edges.data();
+    for (std::int64_t k = 0; k < nbins; ++k)
+        if (!(e[k] < e[k + 1])) throw std::invalid_argument("edges: must increase");
+    auto out = py::array_t<std::int64_t, py::array::c_style>::ensure(out_in);
+    if (!out || out.ndim() != 2 || out.shape(0) != n_species || out.shape(1) != nbins ||
+        !out.writeable() || out.ptr() != out_in.ptr())
+        throw std::invalid_argument("out: a writeable C-contiguous int64 (n_species, nbins) array");
+    std::int64_t* o = out.mutable_data();
+    const double lo = e[0], hi = e[nbins], scale = static_cast<double>(nbins) / (hi - lo);
+    const int nt = threads_for(n_threads, p.n_origins);
+    std::vector<std::vector<std::int64_t>> hist(static_cast<std::size_t>(nt));
+    {
+        py::gil_scoped_release release;
+        cpu::parallel_run(nt, [&](int tid) {
+            // four interleaved copies of the histogram: displacements crowd into a few bins,
+            // and consecutive increments of one counter would wait for each other
+            const std::size_t stride = static_cast<std::size_t>(p.n_species * nbins);
+            auto& h = hist[static_cast<std::size_t>(tid)];
+            h.assign(4 * stride, 0);
+            std::vector<double> d(static_cast<std::size_t>(p.n_atoms));
+            std::vector<std::int32_t> guess(static_cast<std::size_t>(p.n_atoms));
+            const double top = static_cast<double>(nbins - 1);
+            const std::int64_t k0 = p.n_origins * tid / nt, k1 = p.n_origins * (tid + 1) / nt;
+            for (std::int64_t k = k0; k < k1; ++k) {
+                lengths(p, p.origins[k], d.data());
+                // the scaled index, clamped to the bins (one vector pass)
+#pragma omp simd
+                for (std::int64_t i = 0; i < p.n_atoms; ++i) {
+                    double f = (d[static_cast<std::size_t>(i)] - lo) * scale;
+                    f = f < 0.0 ? 0.0 : (f > top ? top : f);
+                    guess[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(f);
+                }
+                for (std::int64_t i = 0; i < p.n_atoms; ++i) {
+                    const double x = d[static_cast<std::size_t>(i)];
+                    if (!(x >= lo && x <= hi)) continue;
+                    std::int64_t b = guess[static_cast<std::size_t>(i)];
+                    if (x < e[b]) --b;
+                    else if (b != nbins - 1 && x >= e[b + 1]) ++b;
+                    ++h[static_cast<std::size_t>(i & 3) * stride +
+                        static_cast<std::size_t>(p.species[i] * nbins + b)];
+                }
+            }
+            for (std::size_t j = 0; j < stride; ++j)
+                h[j] += h[stride + j] + h[2 * stride + j] + h[3 * stride + j];
+            h.resize(stride);
+        });
+    }
+    for (const auto& h : hist)
+        for (std::size_t j = 0; j < h.size(); ++j) o[j] += h[j];
+}
+
+// (n_species, n_q) sums over the origins and atoms of sin(q d) / (q d) (1 at d = 0).
+py::array_t<double> sinc_sums(py::array positions, py::array origins, std::int64_t lag,
+                              py::array species, int n_species, py::array q_in, int n_threads) {
+    const Displacements p = parse(positions, origins, lag, species, n_species);
+    auto qa = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(q_in);
+    if (!qa || qa.ndim() != 1) throw std::invalid_argument("q: a 1-D float64 array");
+    const std::int64_t nq = qa.shape(0);
+    const double* q = qa.data();
+    const std::size_t row = static_cast<std::size_t>(n_species * nq);
+    std::vector<double> per_origin(static_cast<std::size_t>(p.n_origins) * row, 0.0);
+    const int nt = threads_for(n_threads, p.n_origins);
+    {
+        py::gil_scoped_release release;
+        cpu::parallel_run(nt, [&](int tid) {
+            std::vector<double> d(static_cast<std::size_t>(p.n_atoms));
+            const std::int64_t k0 = p.n_origins * tid / nt, k1 = p.n_origins * (tid + 1) / nt;
+            for (std::int64_t k = k0; k < k1; ++k) {
+                lengths(p, p.origins[k], d.data());
+                double* s = per_origin.data() + static_cast<std::size_t>(k) * row;
+                for (std::int64_t i = 0; i < p.n_atoms; ++i) {
+                    const double x = d[static_cast<std::size_t>(i)];
+                    double* si = s + static_cast<std::size_t>(p.species[i] * nq);
+                    for (std::int64_t j = 0; j < nq; ++j) {
+                        const double y = q[j] * x;
+                        si[j] += y == 0.0 ? 1.0 : std::sin(y) / y;
+                    }
+                }
+            }
+        });
+    }
+    py::array_t<double> out({static_cast<py::ssize_t>(n_species), static_cast<py::ssize_t>(nq)});
+    double* o = out.mutable_data();
+    std::fill(o, o + row, 0.0);
+    for (std::int64_t k = 0; k < p.n_origins; ++k)
+        for (std::size_t j = 0; j < row; ++j) o[j] += per_origin[static_cast<std::size_t>(k) * row + j];
+    return out;
+}
+
+}  // namespace
+
+void bind_displacements(py::module_& m) {
+    m.def("displacement_histogram", &displacement_histogram, py::arg("positions"),
+          py::arg("origins"), py::arg("lag"), py::arg("species"), py::arg("n_species"),
+          py::arg("edges"), py::arg("out"), py::arg("n_threads") = 0,
+          "Add to out (n_species, nbins) the counts of |r_i(t0 + lag) - r_i(t0)| over the "
+          "origins t0, binned as numpy.histogram bins equal bins");
+    m.def("sinc_sums", &sinc_sums, py::arg("positions"), py::arg("origins"), py::arg("lag"),
+          py::arg("species"), py::arg("n_species"), py::arg("q"), py::arg("n_threads") = 0,
+          "(n_species, n_q): sums over the origins and atoms of sin(q d) / (q d), "
+          "d = |r_i(t0 + lag) - r_i(t0)|");
+}
+
+}  // namespace fastrdf

@@ -1,0 +1,91 @@
+"""The compiled self parts of the time correlations (engine/displacements.py) against NumPy:
+np.histogram of the displacement lengths (its bins, the last one closed) and the sums of
+np.sinc, for any number of threads."""
+
+import numpy as np
+import pytest
+
+from mdakit_fastrdf.engine.displacements import displacement_histogram, sinc_sums
+
+
+def _walk(frames=30, n=500, seed=0):
+    rng = np.random.default_rng(seed)
+    return np.cumsum(rng.normal(0.0, 0.4, (frames, n, 3)), axis=0)
+
+
+def _reference_counts(pos, origins, lag, species, n_species, edges):
+    out = np.zeros((n_species, len(edges) - 1), dtype=np.int64)
+    for t0 in origins:
+        d = np.linalg.norm(pos[t0 + lag] - pos[t0], axis=1)
+        for a in range(n_species):
+            out[a] += np.histogram(d[species == a], bins=edges)[0]
+    return out
+
+
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+@pytest.mark.parametrize("edges", [np.linspace(0.0, 3.0, 31), np.linspace(0.7, 2.2, 7)],
+                         ids=["from-0", "a-window"])
+def test_counts_are_numpy_histograms(n_threads, edges):
+    pos = _walk()
+    species = np.arange(pos.shape[1]) % 3
+    origins = np.array([0, 2, 3, 7, 20])
+    for lag in (0, 1, 9):
+        out = np.zeros((3, len(edges) - 1), dtype=np.int64)
+        displacement_histogram(pos, origins, lag, species, 3, edges, out, n_threads)
+        np.testing.assert_array_equal(
+            out, _reference_counts(pos, origins, lag, species, 3, edges))
+    # it adds to out
+    before = out.copy()
+    displacement_histogram(pos, origins, 9, species, 3, edges, out, n_threads)
+    np.testing.assert_array_equal(out, 2 * before)
+
+
+def test_lengths_on_the_edges_fall_as_numpy_puts_them():
+    """Displacements of exactly an edge's length (0.5, 1.0, ..., the last edge 4.0) and just
+    beyond the last: np.histogram's bins (an edge opens its bin; the last bin is closed)."""
+    edges = np.linspace(0.0, 4.0, 9)
+    lengths = np.array([0.0, 0.5, 1.0, 1.5, 2.5, 3.5, 4.0, 4.0 + 1e-12, 0.49999999999])
+    pos = np.zeros((2, len(lengths), 3))
+    pos[1, :, 0] = lengths
+    out = np.zeros((1, 8), dtype=np.int64)
+    displacement_histogram(pos, [0], 1, np.zeros(len(lengths)), 1, edges, out)
+    np.testing.assert_array_equal(out[0], np.histogram(lengths, bins=edges)[0])
+    assert out.sum() == len(lengths) - 1  # (4 + 1e-12 is outside)
+
+
+@pytest.mark.parametrize("n_threads", [1, 2, 4])
+def test_sinc_sums_are_numpy_sums_and_do_not_depend_on_threads(n_threads):
+    pos = _walk(seed=1)
+    species = (np.arange(pos.shape[1]) % 2).astype(np.int32)
+    q = np.array([0.3, 1.0, 2.5])
+    origins = np.arange(0, 25, 2)
+    got = sinc_sums(pos, origins, 4, species, 2, q, n_threads)
+    ref = np.zeros((2, 3))
+    for t0 in origins:
+        d = np.linalg.norm(pos[t0 + 4] - pos[t0], axis=1)
+        for j, qv in enumerate(q):
+            v = np.sinc(qv * d / np.pi)
+            for a in range(2):
+                ref[a, j] += v[species == a].sum()
+    np.testing.assert_allclose(got, ref, rtol=1e-12)
+    np.testing.assert_array_equal(got, sinc_sums(pos, origins, 4, species, 2, q, 1))
+    # no displacement at lag 0: every term is 1
+    np.testing.assert_array_equal(sinc_sums(pos, origins, 0, species, 2, q),
+                                  np.full((2, 3), len(origins) * pos.shape[1] / 2))
+
+
+def test_bad_input_is_a_clear_error():
+    pos = _walk(frames=5, n=10)
+    sp = np.zeros(10)
+    out = np.zeros((1, 4), dtype=np.int64)
+    edges = np.linspace(0, 1, 5)
+    with pytest.raises(ValueError, match="origins"):
+        displacement_histogram(pos, [3], 2, sp, 1, edges, out)
+    with pytest.raises(ValueError, match="species"):
+        displacement_histogram(pos, [0], 1, np.full(10, 2), 1, edges, out)
+    with pytest.raises(ValueError, match="out"):
+        displacement_histogram(pos, [0], 1, sp, 1, edges, np.zeros((1, 4)))
+    with pytest.raises(ValueError, match="edges"):
+        displacement_histogram(pos, [0], 1, sp, 1, edges[::-1], out)
+    with pytest.raises(ValueError, match="positions"):
+        sinc_sums(pos[:, :, :2], [0], 1, sp, 1, [1.0])
