@@ -1,6 +1,7 @@
 """The analyses: each is a thin subclass of :class:`~mdakit_fastrdf.analysis.base.PairHistogramBase`."""
 
-from .rdf import FirstShell, InterRDF, first_shell
+from .rdf import InterRDF
+from .shells import FirstShell, first_shell
 from .lateral import LateralRDF
 from .cylindrical import CylindricalRDF
 from .rdf_s import InterRDF_s

@@ -124,7 +124,7 @@ def _shell_limit(x, y, cn):
     (:func:`~mdakit_fastrdf.first_shell`'s rule, applied again after the first minimum,
     and at least 1.6 first-shell radii out), or at twice the first minimum; None when g(r)
     has no first shell."""
-    from ..analysis.rdf import first_shell
+    from ..analysis.shells import first_shell
 
     try:
         first = first_shell(x, y, cn)
