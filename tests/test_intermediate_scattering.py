@@ -173,6 +173,9 @@ def test_bad_input_is_a_clear_error():
         IntermediateScattering(u.atoms, q=[1.0], lags=2).run(blocks=2)
     with pytest.raises(ValueError, match="nothing to compute"):
         IntermediateScattering(u.atoms, q=[1.0], lags=2, self_part=False, coherent=False)
+    moving = u.select_atoms("prop x < 15", updating=True)
+    with pytest.raises(ValueError, match="atomgroup is an UpdatingAtomGroup.*static"):
+        IntermediateScattering(moving, q=[1.0], lags=2)
     # a box that changes (NPT)
     x = np.random.default_rng(5).random((4, 20, 3)) * 10
     dims = [[10.0, 10, 10, 90, 90, 90]] * 3 + [[10.5, 10, 10, 90, 90, 90]]

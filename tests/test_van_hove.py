@@ -207,6 +207,13 @@ def test_bad_input_is_a_clear_error():
         VanHove(u.atoms, lags=2, origins=0)
     with pytest.raises(TypeError, match="lags"):
         VanHove(u.atoms)
+    moving = u.select_atoms("prop x < 15", updating=True)
+    with pytest.raises(ValueError, match="g1 is an UpdatingAtomGroup.*static"):
+        VanHove(moving, lags=1)
+    with pytest.raises(ValueError, match="g2 is an UpdatingAtomGroup"):
+        VanHove(u.atoms, moving, lags=1)
+    with pytest.raises(ValueError, match="species 'near' is an UpdatingAtomGroup"):
+        VanHove(u.atoms, lags=1, by={"near": moving})
     x = np.random.default_rng(1).random((3, 10, 3)) * 10
     nobox = memory_universe(x, [[0.0, 0, 0, 90, 90, 90]] * 3)
     with pytest.raises(ValueError, match="periodic box"):

@@ -70,6 +70,18 @@ def check_lags(lags, n_frames) -> np.ndarray:
     return out
 
 
+def check_static(ag, name):
+    """ValueError when `ag` is an UpdatingAtomGroup: a time correlation follows the same atoms
+    from frame to frame."""
+    from .checks import is_updating
+
+    if is_updating(ag):
+        raise ValueError(
+            f"{name} is an UpdatingAtomGroup, which selects other atoms in each frame, but a "
+            f"time correlation follows the same atoms from frame to frame: pass a static "
+            f"AtomGroup (e.g. the atoms it selects now, {name}.atoms)")
+
+
 def check_origins(origins) -> int:
     """The stride between time origins (a positive int), or a clear error naming
     ``origins``."""

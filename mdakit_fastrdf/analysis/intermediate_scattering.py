@@ -19,8 +19,8 @@ from ..engine import NO_BOX, prepare_box
 from .base import PairHistogramBase, PairLayout, available_memory_bytes
 from .checks import check_atomgroup
 from .declarations import Command, Curve, Field, Option, OutputSpec
-from .dynamics import (check_lags, check_origins, command_options, origin_frames,
-                       time_correlation, unwrap_positions)
+from .dynamics import (check_lags, check_origins, check_static, command_options,
+                       origin_frames, time_correlation, unwrap_positions)
 from .scattering import species_elements, species_weights
 from .species import group_species
 
@@ -201,6 +201,7 @@ class IntermediateScattering(PairHistogramBase):
                  dq=None, self_part=True, coherent=True, device="auto", n_threads=None,
                  **kwargs):
         check_atomgroup(atomgroup, "atomgroup")
+        check_static(atomgroup, "atomgroup")
         # (no distance histogram: one bin of the base's frame loop, never filled)
         self._init_histograms(atomgroup.universe, 1, (0.0, 1.0), "none", device=device,
                               n_threads=n_threads, kwargs=kwargs)
@@ -215,6 +216,8 @@ class IntermediateScattering(PairHistogramBase):
         self._lags_asked = lags
         check_lags(lags, max(2, len(self._trajectory)) * 10**9)  # (its type and signs now)
         species = group_species(atomgroup, by)
+        for label, group in species:
+            check_static(group, f"by: species {label!r}")
         species.sort(key=lambda s: (-len(s[1]), str(s[0])))
         self.species = [label for label, _ in species]
         self.groups = [g for _, g in species]

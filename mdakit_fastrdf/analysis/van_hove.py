@@ -23,6 +23,7 @@ from .declarations import Command, Curve, Field, Option, OutputSpec
 from .dynamics import (
     check_lags,
     check_origins,
+    check_static,
     command_options,
     origin_frames,
     unwrap_positions,
@@ -176,8 +177,10 @@ class VanHove(BoxStatistics, PairHistogramBase):
                  origins=1, self_part=True, distinct=True, device="auto", precision="double",
                  n_threads=None, method="auto", **kwargs):
         check_atomgroup(g1, "g1")
+        check_static(g1, "g1")
         if g2 is not None:
             check_atomgroup(g2, "g2")
+            check_static(g2, "g2")
             if g2.universe is not g1.universe:
                 raise ValueError("g2 must belong to the Universe of g1")
         self._init_histograms(g1.universe, nbins, range, "none", device=device,
@@ -202,6 +205,8 @@ class VanHove(BoxStatistics, PairHistogramBase):
                 raise ValueError("by: species are those of g1 (paired with themselves); "
                                  "give g2=None with by, or no by with g2")
             species = group_species(g1, by)
+            for label, group in species:
+                check_static(group, f"by: species {label!r}")
             species.sort(key=lambda s: (-len(s[1]), str(s[0])))
             self.species = [label for label, _ in species]
             self._self_groups = t0_groups = t_groups = [g for _, g in species]
