@@ -29,14 +29,16 @@ def test_counts_are_numpy_histograms(n_threads, edges):
     pos = _walk()
     species = np.arange(pos.shape[1]) % 3
     origins = np.array([0, 2, 3, 7, 20])
-    for lag in (0, 1, 9):
-        out = np.zeros((3, len(edges) - 1), dtype=np.int64)
-        displacement_histogram(pos, origins, lag, species, 3, edges, out, n_threads)
+    lags = np.array([0, 1, 9, 12])  # (lag 12: origin 20 has no t0 + lag, the others do)
+    out = np.zeros((3, len(lags), len(edges) - 1), dtype=np.int64)
+    displacement_histogram(pos, origins, lags, species, 3, edges, out, n_threads)
+    for j, lag in enumerate(lags):
         np.testing.assert_array_equal(
-            out, _reference_counts(pos, origins, lag, species, 3, edges))
+            out[:, j], _reference_counts(pos, origins[origins + lag < len(pos)], lag, species,
+                                         3, edges))
     # it adds to out
     before = out.copy()
-    displacement_histogram(pos, origins, 9, species, 3, edges, out, n_threads)
+    displacement_histogram(pos, origins, lags, species, 3, edges, out, n_threads)
     np.testing.assert_array_equal(out, 2 * before)
 
 
@@ -47,9 +49,9 @@ def test_lengths_on_the_edges_fall_as_numpy_puts_them():
     lengths = np.array([0.0, 0.5, 1.0, 1.5, 2.5, 3.5, 4.0, 4.0 + 1e-12, 0.49999999999])
     pos = np.zeros((2, len(lengths), 3))
     pos[1, :, 0] = lengths
-    out = np.zeros((1, 8), dtype=np.int64)
-    displacement_histogram(pos, [0], 1, np.zeros(len(lengths)), 1, edges, out)
-    np.testing.assert_array_equal(out[0], np.histogram(lengths, bins=edges)[0])
+    out = np.zeros((1, 1, 8), dtype=np.int64)
+    displacement_histogram(pos, [0], [1], np.zeros(len(lengths)), 1, edges, out)
+    np.testing.assert_array_equal(out[0, 0], np.histogram(lengths, bins=edges)[0])
     assert out.sum() == len(lengths) - 1  # (4 + 1e-12 is outside)
 
 
@@ -58,34 +60,39 @@ def test_sinc_sums_are_numpy_sums_and_do_not_depend_on_threads(n_threads):
     pos = _walk(seed=1)
     species = (np.arange(pos.shape[1]) % 2).astype(np.int32)
     q = np.array([0.3, 1.0, 2.5])
-    origins = np.arange(0, 25, 2)
-    got = sinc_sums(pos, origins, 4, species, 2, q, n_threads)
-    ref = np.zeros((2, 3))
-    for t0 in origins:
-        d = np.linalg.norm(pos[t0 + 4] - pos[t0], axis=1)
-        for j, qv in enumerate(q):
-            v = np.sinc(qv * d / np.pi)
-            for a in range(2):
-                ref[a, j] += v[species == a].sum()
-    np.testing.assert_allclose(got, ref, rtol=1e-12)
-    np.testing.assert_array_equal(got, sinc_sums(pos, origins, 4, species, 2, q, 1))
+    origins, lags = np.arange(0, 25, 2), np.array([0, 4, 7])
+    got = sinc_sums(pos, origins, lags, species, 2, q, n_threads)
+    assert got.shape == (2, 3, 3)
+    for j, lag in enumerate(lags):
+        ref = np.zeros((2, 3))
+        for t0 in origins[origins + lag < len(pos)]:
+            d = np.linalg.norm(pos[t0 + lag] - pos[t0], axis=1)
+            for m, qv in enumerate(q):
+                v = np.sinc(qv * d / np.pi)
+                for a in range(2):
+                    ref[a, m] += v[species == a].sum()
+        np.testing.assert_allclose(got[:, j], ref, rtol=1e-12)
+    np.testing.assert_array_equal(got, sinc_sums(pos, origins, lags, species, 2, q, 1))
     # no displacement at lag 0: every term is 1
-    np.testing.assert_array_equal(sinc_sums(pos, origins, 0, species, 2, q),
-                                  np.full((2, 3), len(origins) * pos.shape[1] / 2))
+    np.testing.assert_array_equal(got[:, 0], np.full((2, 3), len(origins) * pos.shape[1] / 2))
 
 
 def test_bad_input_is_a_clear_error():
     pos = _walk(frames=5, n=10)
     sp = np.zeros(10)
-    out = np.zeros((1, 4), dtype=np.int64)
+    out = np.zeros((1, 1, 4), dtype=np.int64)
     edges = np.linspace(0, 1, 5)
     with pytest.raises(ValueError, match="origins"):
-        displacement_histogram(pos, [3], 2, sp, 1, edges, out)
+        displacement_histogram(pos, [3, 1], [1], sp, 1, edges, out)
+    with pytest.raises(ValueError, match="lags"):
+        displacement_histogram(pos, [0], [-1], sp, 1, edges, out)
     with pytest.raises(ValueError, match="species"):
-        displacement_histogram(pos, [0], 1, np.full(10, 2), 1, edges, out)
+        displacement_histogram(pos, [0], [1], np.full(10, 2), 1, edges, out)
     with pytest.raises(ValueError, match="out"):
-        displacement_histogram(pos, [0], 1, sp, 1, edges, np.zeros((1, 4)))
+        displacement_histogram(pos, [0], [1], sp, 1, edges, np.zeros((1, 1, 4)))
+    with pytest.raises(ValueError, match="out"):
+        displacement_histogram(pos, [0], [1, 2], sp, 1, edges, out)
     with pytest.raises(ValueError, match="edges"):
-        displacement_histogram(pos, [0], 1, sp, 1, edges[::-1], out)
+        displacement_histogram(pos, [0], [1], sp, 1, edges[::-1], out)
     with pytest.raises(ValueError, match="positions"):
-        sinc_sums(pos[:, :, :2], [0], 1, sp, 1, [1.0])
+        sinc_sums(pos[:, :, :2], [0], [1], sp, 1, [1.0])

@@ -421,14 +421,12 @@ class IntermediateScattering(PairHistogramBase):
 
             pos = unwrap_positions(res.frame_positions, res.frame_box)
             species = np.repeat(np.arange(len(self.groups), dtype=np.int32), sizes.astype(int))
-            fs = np.empty((len(self.groups), len(lags), len(self.q)))
-            for j, tau in enumerate(lags):
-                t0 = origin_frames(n_frames, tau, self.origins)
-                fs[:, j] = sinc_sums(pos, t0, tau, species, len(self.groups), self.q,
-                                     self.n_threads) / (len(t0) * sizes[:, None])
-            out.f_self = fs
+            n0 = np.array([len(origin_frames(n_frames, tau, self.origins)) for tau in lags])
+            sums = sinc_sums(pos, origin_frames(n_frames, 0, self.origins), lags, species,
+                             len(self.groups), self.q, self.n_threads)  # (S, L, Q)
+            out.f_self = sums / (n0[None, :, None] * sizes[:, None, None])
             wts = sizes[:, None] * self._v ** 2
-            out.f_self_total = np.einsum("aq,alq->lq", wts, fs) / wts.sum(axis=0)
+            out.f_self_total = np.einsum("aq,alq->lq", wts, out.f_self) / wts.sum(axis=0)
         # the per-frame rows (positions, amplitudes) were the means to these ends, and the
         # base's one-bin distance histogram (never filled) and frame index with them
         for name in (*self._frame_rows(), "frame_index", "count_uint64"):

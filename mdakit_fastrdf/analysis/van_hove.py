@@ -344,25 +344,23 @@ class VanHove(BoxStatistics, PairHistogramBase):
         if self.self_part:
             rows = np.concatenate(self._rows_of(self._self_groups)[0])
             pos = unwrap_positions(self._kept_positions[:, rows], self._kept_dims)
-            res.count_self = self._self_counts(pos, origins, self._edges)
+            # (every lag's origins: those of lag 0 with t0 + lag held here)
+            res.count_self = self._self_counts(pos, self._origins(index, n_own, 0),
+                                               self._edges)
         if self.distinct:
             res.count_distinct = self._distinct_counts(origins)
 
     def _self_counts(self, pos, origins, edges):
         """``(n_species, n_lags, nbins)`` int64 counts of the displacement lengths (`pos`:
-        the self groups' atoms, made whole), one compiled pass per lag."""
+        the self groups' atoms, made whole; `origins`: this part's, which every lag shares
+        while the lag's frame is held here)."""
         from ..engine.displacements import displacement_histogram
 
         sizes = np.array([len(g) for g in self._self_groups], dtype=np.int64)
         species_of_row = np.repeat(np.arange(len(sizes), dtype=np.int32), sizes)
-        n = len(sizes)
-        out = np.zeros((n, len(self.lags), len(edges) - 1), dtype=np.int64)
-        counts = np.empty((n, len(edges) - 1), dtype=np.int64)
-        for j, tau in enumerate(self.lags):
-            counts[...] = 0
-            displacement_histogram(pos, origins[j], tau, species_of_row, n, edges, counts,
-                                   self._worker_threads)
-            out[:, j] = counts
+        out = np.zeros((len(sizes), len(self.lags), len(edges) - 1), dtype=np.int64)
+        displacement_histogram(pos, origins, self.lags, species_of_row, len(sizes), edges, out,
+                               self._worker_threads)
         return out
 
     def _distinct_pairs(self):

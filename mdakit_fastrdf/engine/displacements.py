@@ -1,4 +1,4 @@
-r"""The self parts of time correlations, compiled for the CPU: for one lag :math:`\tau` and
+r"""The self parts of time correlations, compiled for the CPU: for the lags :math:`\tau` and
 the time origins :math:`t_0`, the lengths of the displacements
 
 .. math::
@@ -9,9 +9,10 @@ of every atom (float64, from positions made whole across the box), histogrammed 
 (the van Hove self part) or summed as :math:`\sin(q d)/(q d)` (the self intermediate
 scattering function).
 
-The work is one pass over two frames' positions per origin: memory-bound, ~5 ns a
-displacement on the 2-core development machine against ~60 ns for NumPy's norm and
-histogram (``benchmarks/bench_van_hove.py``). The counts are integers; the sinc sums are
+The work is one pass over two frames' positions per origin and lag, an origin's lags one
+after the other so that its frame stays in cache: memory-bound, a few ns a displacement on
+the 2-core development machine against ~60 ns for NumPy's norm and histogram
+(``benchmarks/bench_van_hove.py``). The counts are integers; the sinc sums are
 added per origin over the atoms in order and then over the origins in order, so neither
 depends on the number of threads.
 """
@@ -25,41 +26,44 @@ from . import _cpu_module
 __all__ = ["displacement_histogram", "sinc_sums"]
 
 
-def _args(positions, origins, species):
+def _args(positions, origins, lags, species):
     pos = np.ascontiguousarray(positions, dtype=np.float64)
-    t0 = np.ascontiguousarray(origins, dtype=np.int64)
+    t0 = np.ascontiguousarray(origins, dtype=np.int64).reshape(-1)
+    tau = np.ascontiguousarray(lags, dtype=np.int64).reshape(-1)
     sp = np.ascontiguousarray(species, dtype=np.int32)
-    return pos, t0, sp
+    return pos, t0, tau, sp
 
 
-def displacement_histogram(positions, origins, lag, species, n_species, edges, out,
+def displacement_histogram(positions, origins, lags, species, n_species, edges, out,
                            n_threads=None):
-    """Add to `out` (int64 ``(n_species, nbins)``, C-contiguous) the counts of the
-    displacement lengths over `origins`, binned as :func:`numpy.histogram` bins the equal
-    bins of `edges` (the last bin closed; lengths outside not counted).
+    """Add to `out` (int64 ``(n_species, n_lags, nbins)``, C-contiguous) the counts of the
+    displacement lengths of every origin :math:`t_0` and lag :math:`\tau` with
+    :math:`t_0 + \tau` a frame of `positions`, binned as :func:`numpy.histogram` bins the
+    equal bins of `edges` (the last bin closed; lengths outside not counted).
 
     Parameters
     ----------
     positions : array_like, (F, N, 3)
         Positions made whole (float64).
     origins : array_like of int
-        Frames :math:`t_0` (indices into `positions`), each with :math:`t_0 + \\tau < F`.
-    lag : int
+        The frames :math:`t_0`, increasing.
+    lags : array_like of int
+        The lags :math:`\tau`, increasing.
     species : array_like of int, (N,)
         Species of each atom, ``0 .. n_species - 1``.
     n_threads : int, optional
         CPU threads (None: all the process may use).
     """
-    pos, t0, sp = _args(positions, origins, species)
-    _cpu_module().displacement_histogram(pos, t0, int(lag), sp, int(n_species),
+    pos, t0, tau, sp = _args(positions, origins, lags, species)
+    _cpu_module().displacement_histogram(pos, t0, tau, sp, int(n_species),
                                          np.ascontiguousarray(edges, dtype=np.float64), out,
                                          int(n_threads or 0))
 
 
-def sinc_sums(positions, origins, lag, species, n_species, q, n_threads=None) -> np.ndarray:
-    r"""``(n_species, len(q))``: the sums over `origins` and over each species' atoms of
-    :math:`\sin(q d)/(q d)` (1 at :math:`d = 0`); arguments as for
-    :func:`displacement_histogram`."""
-    pos, t0, sp = _args(positions, origins, species)
-    return _cpu_module().sinc_sums(pos, t0, int(lag), sp, int(n_species),
+def sinc_sums(positions, origins, lags, species, n_species, q, n_threads=None) -> np.ndarray:
+    r"""``(n_species, n_lags, len(q))``: the sums over the origins (with
+    :math:`t_0 + \tau` a frame) and over each species' atoms of :math:`\sin(q d)/(q d)`
+    (1 at :math:`d = 0`); arguments as for :func:`displacement_histogram`."""
+    pos, t0, tau, sp = _args(positions, origins, lags, species)
+    return _cpu_module().sinc_sums(pos, t0, tau, sp, int(n_species),
                                    np.ascontiguousarray(q, dtype=np.float64), int(n_threads or 0))
