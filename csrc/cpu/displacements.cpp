@@ -2,9 +2,11 @@
 // scattering function F_s(q, t)): the displacements r_i(t0 + lag) - r_i(t0) of every atom
 // over the given time origins and lags, in float64 from positions made whole.
 //
-// Threads own contiguous ranges of origins. The histogram's counts are integers (summed
-// over the threads at the end); the sinc sums are kept per origin, each summed over the atoms
-// in their order, and then added in the origins' order: the same bits for any thread count.
+// Threads take every n-th origin (later origins have fewer lags within the frames, so
+// contiguous ranges would leave the first thread most of the work). The histogram's counts
+// are integers (summed over the threads at the end); the sinc sums are kept per origin, each
+// summed over the atoms in their order, and then added in the origins' order: the same bits
+// for any thread count.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
@@ -130,8 +132,8 @@ void displacement_histogram(const F64& positions, const I64& origins, const I64&
             std::vector<double> d(static_cast<std::size_t>(p.n_atoms));
             std::vector<std::int32_t> guess(static_cast<std::size_t>(p.n_atoms));
             const double top = static_cast<double>(nbins - 1);
-            const std::int64_t k0 = p.n_origins * tid / nt, k1 = p.n_origins * (tid + 1) / nt;
-            for (std::int64_t k = k0; k < k1; ++k) {
+            // every nt-th origin: later origins have fewer lags within the frames
+            for (std::int64_t k = tid; k < p.n_origins; k += nt) {
                 const std::int64_t t0 = p.origins[k];
                 for (std::int64_t j = 0; j < p.n_lags && t0 + p.lags[j] < p.n_frames; ++j) {
                     lengths(p, t0, p.lags[j], d.data());
@@ -186,8 +188,8 @@ py::array_t<double> sinc_sums(const F64& positions, const I64& origins, const I6
         py::gil_scoped_release release;
         cpu::parallel_run(nt, [&](int tid) {
             std::vector<double> d(static_cast<std::size_t>(p.n_atoms));
-            const std::int64_t k0 = p.n_origins * tid / nt, k1 = p.n_origins * (tid + 1) / nt;
-            for (std::int64_t k = k0; k < k1; ++k) {
+            // every nt-th origin: later origins have fewer lags within the frames
+            for (std::int64_t k = tid; k < p.n_origins; k += nt) {
                 const std::int64_t t0 = p.origins[k];
                 for (std::int64_t j = 0; j < p.n_lags && t0 + p.lags[j] < p.n_frames; ++j) {
                     lengths(p, t0, p.lags[j], d.data());
