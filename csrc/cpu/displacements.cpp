@@ -98,8 +98,7 @@ int threads_for(int n_threads, std::int64_t work) {
 // Adds to out (n_species, n_lags, nbins) the counts of the displacement lengths of every
 // origin t0 and lag with t0 + lag a frame of positions, binned as numpy.histogram bins equal
 // bins: the index from the scaled length, moved by one where rounding put a length on the
-// wrong side of its edge; the last bin closed. An origin's lags run one after the other, so
-// that its frame stays in cache (the pass is memory-bound).
+// wrong side of its edge; the last bin closed. An origin's lags run one after the other.
 void displacement_histogram(const F64& positions, const I64& origins, const I64& lags,
                             const I32& species, int n_species, const F64& edges,
                             py::array out_in, int n_threads) {

@@ -9,10 +9,10 @@ of every atom (float64, from positions made whole across the box), histogrammed 
 (the van Hove self part) or summed as :math:`\sin(q d)/(q d)` (the self intermediate
 scattering function).
 
-The work is one pass over two frames' positions per origin and lag, an origin's lags one
-after the other so that its frame stays in cache: memory-bound, a few ns a displacement on
-the 2-core development machine against ~60 ns for NumPy's norm and histogram
-(``benchmarks/bench_van_hove.py``). The counts are integers; the sinc sums are
+The work is one pass over two frames' positions per origin and lag, threads taking every
+n-th origin: 6.5 ns a displacement on one core of the 2-core development machine (half the
+lengths, half the binning), against ~60 ns for NumPy's norm and histogram
+(``benchmarks/bench_van_hove.py``, ``benchmarks/NOTES.md``). The counts are integers; the sinc sums are
 added per origin over the atoms in order and then over the origins in order, so neither
 depends on the number of threads.
 """
