@@ -214,6 +214,18 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
         Default: none."""
         return {}
 
+    def _halo(self) -> int:
+        """Frames each part of a parallel run reads beyond its own (default 0). A time
+        correlation gives its longest lag: every part then also holds the frames its own
+        time origins reach (:meth:`_setup_computation_groups`), and :meth:`_finish_part`
+        computes what its own frames start."""
+        return 0
+
+    def _finish_part(self, index, n_own):
+        """Called in the worker at the end of a part's frames (after the frame loop), with
+        `index` (the positions in the run of the part's frames, its halo's last) and
+        `n_own`, the number of its own frames. Default: nothing."""
+
     def _store_frame(self, name, value):
         """Store the current frame's row of per-frame result `name` (see
         :meth:`_frame_rows`)."""
@@ -490,7 +502,38 @@ class PairHistogramBase(ParallelAnalysisMixin, AnalysisBase):
         self._synchronize()
         if plan is not None:
             self._finish_blocks()
+        index = self._local_frames
+        n_own = (getattr(self, "_own_frames", None) or {}).get(int(index[0]), len(index)) \
+            if len(index) else 0
+        self._finish_part(index, n_own)
+        # a halo's frames are the next part's: this part reports its own frames only
+        self.frames, self.times = self.frames[:n_own], self.times[:n_own]
         return self
+
+    def _setup_computation_groups(self, n_parts, start=None, stop=None, step=None,
+                                  frames=None):
+        """The parts of the run (the parallel backends' split); with a :meth:`_halo`, each
+        but the last followed by the next ``halo`` frames of the run, and parts of fewer
+        than twice the halo's frames merged (a halo is read twice). ``_own_frames`` maps a
+        part's first position in the run to its own frames."""
+        groups = super()._setup_computation_groups(n_parts, start=start, stop=stop,
+                                                   step=step, frames=frames)
+        self._own_frames = {}
+        halo = int(self._halo())
+        if len(groups) <= 1 or halo == 0:
+            return groups
+        whole = np.concatenate(groups)  # (rows: the run's positions 0, 1, ... in order)
+        n = max(1, min(len(groups), len(whole) // (2 * halo)))
+        if n != len(groups):
+            groups = np.array_split(whole, n)
+        out = []
+        for k, group in enumerate(groups):
+            if k + 1 < len(groups):
+                self._own_frames[int(group[0, 0])] = len(group)
+                end = int(group[-1, 0]) + 1
+                group = np.concatenate([group, whole[end:end + halo]])
+            out.append(group)
+        return out
 
     def _synchronize(self):
         if getattr(self, "_engine", None) is not None:

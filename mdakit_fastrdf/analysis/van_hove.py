@@ -230,31 +230,10 @@ class VanHove(BoxStatistics, PairHistogramBase):
     def _density_sizes(self):
         return [len(g) for g in self._self_groups]
 
-    # -- parts of the run: each histograms its own time origins --------------------------
-    def _setup_computation_groups(self, n_parts, start=None, stop=None, step=None,
-                                  frames=None):
-        """The parts of the run, each followed by the next ``max(lags)`` frames (its halo):
-        a part histograms the time origins of its own frames, whose later frames it then
-        holds; the counts of the parts add up to the run's. Parts hold at least twice the
-        halo's frames (fewer parts when the lags are long), as a halo is read twice."""
-        groups = super()._setup_computation_groups(n_parts, start=start, stop=stop,
-                                                   step=step, frames=frames)
-        self._own_frames = {}
-        halo = int(self.lags[-1]) if getattr(self, "lags", None) is not None else 0
-        if len(groups) <= 1 or halo == 0:
-            return groups
-        whole = np.concatenate(groups)  # (rows: the run's positions 0, 1, ... in order)
-        n = max(1, min(len(groups), len(whole) // (2 * halo)))
-        if n != len(groups):
-            groups = np.array_split(whole, n)
-        out = []
-        for k, group in enumerate(groups):
-            if k + 1 < len(groups):
-                self._own_frames[int(group[0, 0])] = len(group)
-                end = int(group[-1, 0]) + 1
-                group = np.concatenate([group, whole[end:end + halo]])
-            out.append(group)
-        return out
+    # -- parts of the run: each histograms its own time origins (the base's halo) -------
+    def _halo(self):
+        """The longest lag: a part's own time origins reach that far beyond it."""
+        return int(self.lags[-1]) if getattr(self, "lags", None) is not None else 0
 
     def _prepare(self):
         super()._prepare()
@@ -285,17 +264,6 @@ class VanHove(BoxStatistics, PairHistogramBase):
         self._kept_dims[i] = ts.dimensions
         self._kept_volume[i] = ts.volume
         self._kept_time[i] = ts.time
-
-    def _compute(self, indexed_frames, verbose=None, **kwargs):
-        out = super()._compute(indexed_frames, verbose=verbose, **kwargs)
-        index = self._local_frames
-        n_own = getattr(self, "_own_frames", {}).get(int(index[0]), len(index)) \
-            if len(index) else 0
-        self._histogram_part(index, n_own)
-        # the halo's frames are the next part's: this part reports its own frames only
-        self.frames, self.times = self.frames[:n_own], self.times[:n_own]
-        self._kept_positions = self._kept_dims = None
-        return out
 
     def _block_lookup(self):
         from .blocks import concatenate_parts, sum_parts
@@ -333,7 +301,7 @@ class VanHove(BoxStatistics, PairHistogramBase):
         p = np.arange(n_own, dtype=np.int64)
         return p[(index[:n_own] % self.origins == 0) & (p + tau < len(index))]
 
-    def _histogram_part(self, index, n_own):
+    def _finish_part(self, index, n_own):
         """This part's integer counts over its own origins, and its own frames' times and
         volumes (in ``results``)."""
         res = self.results
@@ -349,6 +317,7 @@ class VanHove(BoxStatistics, PairHistogramBase):
                                                self._edges)
         if self.distinct:
             res.count_distinct = self._distinct_counts(origins)
+        self._kept_positions = self._kept_dims = None
 
     def _self_counts(self, pos, origins, edges):
         """``(n_species, n_lags, nbins)`` int64 counts of the displacement lengths (`pos`:
