@@ -180,9 +180,10 @@ class NodeBackend(_OwnBackend):
     must call :meth:`run` under ``if __name__ == "__main__":``. When it does not, the run
     stops before any worker starts, with a RuntimeError that names the script's line.
 
-    After a run, :attr:`last_run` describes the workers (pid, cpus, parts, frames, busy
-    seconds, duplicates, and ``devices_used``: the devices their engines really ran on,
-    e.g. ``['cuda:1']``) and the wall time.
+    After a run, :attr:`last_run` describes the workers (pid, as the worker reported it when
+    ready, None if it was still starting when the run ended; ``process``, its process's pid
+    in any case; cpus, parts, frames, busy seconds, duplicates, and ``devices_used``: the
+    devices their engines really ran on, e.g. ``['cuda:1']``) and the wall time.
 
     Examples
     --------
@@ -810,7 +811,8 @@ class _NodeRun:
             "workers": [
                 {"rank": w.spec.rank, "kind": w.spec.kind, "device": w.spec.device,
                  "n_threads": w.spec.n_threads, "start_method": w.spec.start_method,
-                 "pid": w.pid, "cpus": w.cpus, "parts": state(w, "parts"),
+                 "pid": w.pid, "process": w.proc.pid, "cpus": w.cpus,
+                 "parts": state(w, "parts"),
                  "frames": state(w, "frames"), "busy_s": state(w, "busy_s", 0.0),
                  "duplicates": state(w, "duplicates"), "cancelled": state(w, "cancelled"),
                  "feed_wait_s": w.feed_wait_s, "lookahead": self.lookahead.get(w.spec.rank, 0),
