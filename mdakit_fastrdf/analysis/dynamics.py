@@ -70,6 +70,35 @@ def check_lags(lags, n_frames) -> np.ndarray:
     return out
 
 
+def time_step(times) -> float:
+    """The spacing of the analysed frames' `times` (ps; 0 for one frame), or a ValueError
+    when they are not evenly spaced (a lag would not be one time)."""
+    dt = np.diff(np.asarray(times, dtype=np.float64))
+    if len(dt) and not np.allclose(dt, dt[0], rtol=1e-4, atol=1e-6):
+        raise ValueError("frames: the analysed frames are not evenly spaced in time, so "
+                         "a lag is not one time; analyse evenly spaced frames")
+    return float(dt[0]) if len(dt) else 0.0
+
+
+class CorrelationRun:
+    """Mixin of the time-correlation analyses: :meth:`run` checks the lags against the
+    frames of the run (``self.lags``) and refuses ``blocks``."""
+
+    def run(self, start=None, stop=None, step=None, frames=None, verbose=None, **kwargs):
+        """Perform the calculation (see :meth:`PairHistogramBase.run`; ``blocks`` is not
+        taken: the time correlations need every frame of the run)."""
+        if kwargs.get("blocks") is not None:
+            raise ValueError(f"blocks: {type(self).__name__} correlates frames across the "
+                             f"whole run; run it on parts of the trajectory instead")
+        if frames is None:
+            n = len(range(*self._trajectory.check_slice_indices(start, stop, step)))
+        else:
+            n = len(np.arange(len(self._trajectory))[frames])
+        self.lags = check_lags(self._lags_asked, n)
+        return super().run(start=start, stop=stop, step=step, frames=frames, verbose=verbose,
+                           **kwargs)
+
+
 def check_static(ag, name):
     """ValueError when `ag` is an UpdatingAtomGroup: a time correlation follows the same atoms
     from frame to frame."""

@@ -19,8 +19,17 @@ from ..engine import NO_BOX, prepare_box
 from .base import PairHistogramBase, PairLayout, available_memory_bytes
 from .checks import check_atomgroup
 from .declarations import Command, Curve, Field, Option, OutputSpec
-from .dynamics import (check_lags, check_origins, check_static, command_options,
-                       origin_frames, time_correlation, unwrap_positions)
+from .dynamics import (
+    CorrelationRun,
+    check_lags,
+    check_origins,
+    check_static,
+    command_options,
+    origin_frames,
+    time_correlation,
+    time_step,
+    unwrap_positions,
+)
 from .scattering import species_elements, species_weights
 from .species import group_species
 
@@ -65,7 +74,7 @@ def _check_q(q) -> np.ndarray:
     return arr
 
 
-class IntermediateScattering(PairHistogramBase):
+class IntermediateScattering(CorrelationRun, PairHistogramBase):
     r"""Self and coherent intermediate scattering functions of an AtomGroup.
 
     For the shells :math:`|\mathbf{k}| \in [q - \Delta q/2,\ q + \Delta q/2)` of the
@@ -342,20 +351,6 @@ class IntermediateScattering(PairHistogramBase):
         if self.self_part:
             self._store_frame("frame_positions", pos)
 
-    def run(self, start=None, stop=None, step=None, frames=None, verbose=None, **kwargs):
-        """Perform the calculation (see :meth:`PairHistogramBase.run`; ``blocks`` is not
-        taken: the time correlations need every frame of the run)."""
-        if kwargs.get("blocks") is not None:
-            raise ValueError("blocks: IntermediateScattering correlates frames across the "
-                             "whole run; run it on parts of the trajectory instead")
-        if frames is None:
-            n = len(range(*self._trajectory.check_slice_indices(start, stop, step)))
-        else:
-            n = len(np.arange(len(self._trajectory))[frames])
-        self.lags = check_lags(self._lags_asked, n)
-        return super().run(start=start, stop=stop, step=step, frames=frames, verbose=verbose,
-                           **kwargs)
-
     def _workspace_per_vector(self, n_frames):
         """Bytes of FFT workspace per vector: the species' transforms and their product."""
         size = 1 << int(np.ceil(np.log2(max(2 * n_frames, 2))))
@@ -394,12 +389,7 @@ class IntermediateScattering(PairHistogramBase):
     def _normalise(self, res):
         n_frames = len(res.frame_index)
         lags = check_lags(self._lags_asked, n_frames)
-        t = np.asarray(res.frame_time, dtype=np.float64)
-        dt = np.diff(t)
-        if len(dt) and not np.allclose(dt, dt[0], rtol=1e-4, atol=1e-6):
-            raise ValueError("frames: the analysed frames are not evenly spaced in time, so "
-                             "a lag is not one time; analyse evenly spaced frames")
-        step = float(dt[0]) if len(dt) else 0.0
+        step = time_step(res.frame_time)
         n_atoms = len(self._layout().ix)
         sizes = np.array([len(g) for g in self.groups], dtype=np.float64)
         out = Results(q=self.q.copy(), dq=self.dq, lags=lags, times=lags * step,

@@ -21,11 +21,13 @@ from .checks import check_atomgroup
 from .coords import prepare_coordinates
 from .declarations import Command, Curve, Field, Option, OutputSpec
 from .dynamics import (
+    CorrelationRun,
     check_lags,
     check_origins,
     check_static,
     command_options,
     origin_frames,
+    time_step,
     unwrap_positions,
 )
 from .histograms import normalise_counts, shell_volumes
@@ -34,7 +36,7 @@ from .species import group_species
 
 __all__ = ["VanHove"]
 
-class VanHove(BoxStatistics, PairHistogramBase):
+class VanHove(CorrelationRun, BoxStatistics, PairHistogramBase):
     r"""Self and distinct van Hove functions of atom groups, per species.
 
     The self part, over the atoms :math:`i` of species :math:`a` of `g1` and the time
@@ -274,20 +276,6 @@ class VanHove(BoxStatistics, PairHistogramBase):
                        "own_volume": concatenate_parts})
         return lookup
 
-    def run(self, start=None, stop=None, step=None, frames=None, verbose=None, **kwargs):
-        """Perform the calculation (see :meth:`PairHistogramBase.run`; ``blocks`` is not
-        taken: the lags need every frame of the run)."""
-        if kwargs.get("blocks") is not None:
-            raise ValueError("blocks: VanHove correlates frames across the whole run; run it "
-                             "on parts of the trajectory instead")
-        if frames is None:
-            n = len(range(*self._trajectory.check_slice_indices(start, stop, step)))
-        else:
-            n = len(np.arange(len(self._trajectory))[frames])
-        self.lags = check_lags(self._lags_asked, n)
-        return super().run(start=start, stop=stop, step=step, frames=frames, verbose=verbose,
-                           **kwargs)
-
     # -- the physics ----------------------------------------------------------------------
     def _rows_of(self, groups):
         """The rows (in the kept positions) of each group's atoms, and the offsets."""
@@ -376,11 +364,7 @@ class VanHove(BoxStatistics, PairHistogramBase):
             raise RuntimeError("VanHove: the parts' own frames do not cover the run once")
         time, volume = res.own_time[order], res.own_volume[order]
         lags = check_lags(self._lags_asked, n_frames)
-        dt = np.diff(time)
-        if len(dt) and not np.allclose(dt, dt[0], rtol=1e-4, atol=1e-6):
-            raise ValueError("frames: the analysed frames are not evenly spaced in time, so "
-                             "a lag is not one time; analyse evenly spaced frames")
-        step = float(dt[0]) if len(dt) else 0.0
+        step = time_step(time)
         edges = np.asarray(res.edges, dtype=np.float64)
         starts = [origin_frames(n_frames, tau, self.origins) for tau in lags]
         n_origins = np.array([len(t0) for t0 in starts], dtype=np.int64)
