@@ -76,10 +76,15 @@ if platform.machine() in ("x86_64", "AMD64", "amd64"):
 print(f"{got}: variants {compiled}, this CPU runs {list(m.usable_variants())}")
 ' "${target}")
 
+# (No test that forks worker processes: under ASan a child forked while another thread of the
+# parent - multiprocessing's pool handlers, the kernels' thread pool - holds the sanitizer
+# allocator's lock waits for it for ever; seen as a hang of test_parallel_blocks_identical.
+# The main suite runs those tests without ASan; the kernels they call run here serially.)
 if [ $# -eq 0 ]; then
     set -- tests/test_kernel.py tests/test_cells.py tests/test_double_filter.py tests/test_properties.py \
         tests/test_overflow.py tests/test_hostile.py tests/test_interrdf_s.py tests/test_kspace.py \
-        tests/test_slab.py tests/test_displacements.py -k "not adk and not memprot and not past_2_32"
+        tests/test_slab.py tests/test_displacements.py \
+        -k "not adk and not memprot and not past_2_32 and not parallel_ and not backends_and_blocks"
 fi
 echo "== running pytest $* under ASan/UBSan"
 "${python}" -m pytest -q -p no:cacheprovider "$@"
