@@ -6,6 +6,8 @@
 #           cells[:ARGS] (benchmarks/bench_cells.py --device cuda, ARGS ':'-separated)
 #           py:SCRIPT[:ARGS] (any script of the repository, e.g. py:benchmarks/bench_species.py:generated)
 #           pytest:FILE (one test file, stop at the first failure)
+#           tests:GLOB (the test files tests/GLOB, every failure reported; e.g. 'tests:test_[a-f]*.py')
+#           tar:DIR (DIR under $OUT packed into DIR.tar.gz: many small files come back as one)
 #           env:VAR=VALUE (exported for the stages after it, e.g. env:FASTRDF_CUDA_COMMON_IMAGE=off)
 #
 # Prepare on a machine with network first (carry .whl and .gpudata with the call; optionally
@@ -53,6 +55,12 @@ for s in $stages; do
     info)
       nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
       python3 -m mdakit_fastrdf --info ;;
+    tests:*)
+      log=$(echo "${s#tests:}" | tr -c 'A-Za-z0-9_\n' '_')
+      python3 -m pytest -q -p no:cacheprovider -rs $src/tests/${s#tests:} 2>&1 | tee -a "$OUT/pytest-$log.log" | tail -25
+      [ "${PIPESTATUS[0]}" = 0 ] || rc=1 ;;
+    tar:*)
+      d=${s#tar:}; (cd "$OUT" && tar czf "$d.tar.gz" "$d" && rm -rf "$d") ;;
     tests)
       python3 -m pytest -q -p no:cacheprovider -rs "$src/tests" 2>&1 | tee "$OUT/pytest.log" | tail -25
       [ "${PIPESTATUS[0]}" = 0 ] || rc=1 ;;
