@@ -8,6 +8,7 @@ workers are CPU stand-ins here (spawned, bound to made-up devices, engines on th
 import glob
 import os
 import tempfile
+import time
 import warnings
 
 import numpy as np
@@ -181,20 +182,40 @@ def test_fed_cpu_worker_equals_unfed_and_serial(adk_water, make):
     assert [w["frames"] for w in run["workers"]] == [len(adk_water.trajectory)]
 
 
+def _state(pid):
+    """The state letter of process `pid` (R, S, Z, ...), or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+
+
 def test_readers_end_with_the_run(adk_water):
-    """A run's readers are ended and reaped before run() returns, in the caller's thread
-    (no reaper thread left behind in a process that forks the next run's workers): none is
-    left running or as a zombie."""
+    """A cold run's readers are terminated as run() returns, not waited for: they are
+    reaped without a thread (none left in a process that forks the next run's workers)
+    by the next run, and none is left running or as a zombie after it."""
     import threading
+
+    from mdakit_fastrdf.backends import node as node_module
 
     ow = adk_water.select_atoms("name OW")
     backend = NodeBackend(gpus=None, readers=3, cpu_workers=1, part_frames=3)
     InterRDF(ow, ow).run(backend=backend)
     pids = [r["pid"] for r in backend.last_run["readers"]]
     assert len(pids) == 3
-    for pid in pids:  # (a zombie still has its /proc entry)
-        assert not os.path.exists(f"/proc/{pid}/stat"), pid
     assert not [t for t in threading.enumerate() if "reaper" in t.name]
+    # terminated: each is exiting or has exited (a zombie until reaped), none still reads
+    deadline = time.monotonic() + 10
+    while any(_state(p) not in (None, "Z", "X") for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert all(_state(p) in (None, "Z", "X") for p in pids), [_state(p) for p in pids]
+    # the next run reaps them (without blocking on one still exiting)
+    InterRDF(ow, ow).run(backend=NodeBackend(gpus=None, readers=2, cpu_workers=1))
+    for pid in pids:  # (a zombie still has its /proc entry)
+        assert _state(pid) is None, (pid, _state(pid))
+    node_module.reap_ended()
+    assert not [p for p, _ in node_module._ended_unreaped if p.pid in pids]
 
 
 @pytest.mark.parametrize("make", ANALYSES)

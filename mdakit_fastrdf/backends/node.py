@@ -4,6 +4,7 @@ a recomputed part, and stops the run on a failure."""
 
 from __future__ import annotations
 
+import atexit
 import math
 import os
 import pickle
@@ -280,6 +281,7 @@ class NodeBackend(_OwnBackend):
         if not computations:
             return []
         mark("apply", "parent", parts=len(computations))
+        reap_ended()  # the last cold run's readers
         run = _NodeRun(self, func, computations)
         mark("payload", "parent", nbytes=len(run.payload))
         try:
@@ -356,12 +358,13 @@ class NodeBackend(_OwnBackend):
             f"the run was stopped and no result was produced.{hint}")
 
     @staticmethod
-    def _shutdown(workers, graceful):
+    def _shutdown(workers, graceful, wait=True):
         """End `workers`: told to stop (`graceful`, idle ones) or terminated. Those ended
-        are waited for (then killed after 5 s), in this thread: reaping them in a background
-        thread saved 0.1 s of a cold run's end on 2x H200, but a thread alive in the parent
-        when it forks the next run's processes deadlocked a forked child under the
-        sanitizers' allocator (benchmarks/NOTES.md)."""
+        are waited for (then killed after 5 s), in this thread; with ``wait=False`` they
+        are terminated and left to :func:`reap_ended`, which the next run (and the
+        interpreter's exit) calls without blocking. No thread reaps them: a thread alive
+        in the parent when it forks the next run's processes deadlocked a forked child
+        under the sanitizers' allocator (benchmarks/NOTES.md)."""
         stopped = []
         for w in workers:
             if w.proc.exitcode is not None:
@@ -386,7 +389,39 @@ class NodeBackend(_OwnBackend):
             except Exception:  # noqa: BLE001, S110 - closing anyway
                 pass
             w.status = "ended"
-        _reap(ended)
+        if wait:
+            _reap(ended)
+        else:
+            _ended_unreaped.extend((p, time.monotonic()) for p in ended)
+
+
+#: processes terminated without being waited for (a cold run's readers): (process, when)
+_ended_unreaped: list = []
+
+
+def reap_ended(kill_after=5.0):
+    """Reap the processes :meth:`NodeBackend._shutdown` terminated without waiting (a cold
+    run's readers: tearing down 28 processes, each with its Universe and a mapping of
+    the run's rings, took 0.10-0.16 s of every cold run's end on 2x H200). Never blocks:
+    those that have exited are reaped (``exitcode`` polls ``waitpid`` with ``WNOHANG``);
+    one still there `kill_after` seconds after its SIGTERM gets SIGKILL."""
+    now = time.monotonic()
+    keep = []
+    for p, when in _ended_unreaped:
+        if p.exitcode is None:
+            if now - when > kill_after:
+                p.kill()
+            keep.append((p, when))
+    _ended_unreaped[:] = keep
+
+
+def _reap_at_exit():
+    procs = [p for p, _ in _ended_unreaped]
+    _ended_unreaped.clear()
+    _reap(procs, timeout=2.0)
+
+
+atexit.register(_reap_at_exit)
 
 
 def _reap(procs, timeout=5.0):
@@ -445,7 +480,7 @@ class _NodeRun:
         # child reads them, and would wait for ever on one that died while starting.
         self.to_send = 0
         self.rings, self.filled, self.tasks, self.preissue = {}, {}, None, []
-        self.all_mapped = self.reused_rings = False
+        self.all_mapped = self.reused_rings = self.rings_kept = False
         self.lookahead = {}  # rank -> frames a fed worker reads ahead
         self.flags = None
         self.workers: list[_Worker] = []
@@ -764,6 +799,7 @@ class _NodeRun:
             clean = (self.rings and (self.all_mapped or self.reused_rings) and not busy
                      and all(w.status == "idle" and w.drained for w in self.workers))
             pool.rings = dict(self.rings) if clean else {}
+            self.rings_kept = bool(clean)
             # a worker still computing a copy whose other copy counted (its part is
             # cancelled: it stops at its next frame) is told the run is over and kept;
             # the next run collects its answer (settle) rather than this one ending it
@@ -774,7 +810,8 @@ class _NodeRun:
         else:
             if pool is not None:
                 pool.forget(self.workers + self.readers)
-            b._shutdown(self.readers, graceful=False)  # they hold nothing: end them first
+            # they hold nothing: terminated first and not waited for (reap_ended)
+            b._shutdown(self.readers, graceful=False, wait=False)
             mark("readers_ended", "parent")
             b._shutdown(self.workers, graceful=self.ok)
             mark("workers_ended", "parent")
@@ -807,6 +844,7 @@ class _NodeRun:
             "n_parts": len(self.computations),
             "part_sizes": list(self.sizes),
             "n_frames": sum(self.sizes),
+            "rings_kept": self.rings_kept,  # (a warm engine's next run may write into them)
             **stats,
             "workers": [
                 {"rank": w.spec.rank, "kind": w.spec.kind, "device": w.spec.device,
