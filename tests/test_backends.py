@@ -753,6 +753,36 @@ def test_dask_node_engines_identical(adk, dask_node_client, make):
     assert all(p for p in pids.values()), pids
 
 
+def test_dask_node_engines_keep_the_universe(adk, dask_node_client):
+    """A dask run with node engines sends the node payload (the Universe apart): a dask
+    worker that ran the same Universe before loads it from those it kept, unpickling
+    nothing, and its node engine takes the same bytes; the counts stay the serial ones."""
+    ser = _interrdf(adk).run()
+    b = DaskDistributedBackend(dask_node_client, node_options={"gpus": None, "cpu_workers": 1})
+    ran = []
+    for _ in range(2):
+        dask_node_client.run(_mark_payload_load)  # (a worker given no block keeps the mark)
+        par = _interrdf(adk).run(backend=b)
+        _assert_identical(par, ser)
+        loads = dask_node_client.run(_last_payload_load)
+        ran.append({w: v for w, v in loads.items() if v["kept"] >= 0})
+    both = set(ran[0]) & set(ran[1])  # the dask workers that ran a block in both runs
+    assert both, ran
+    assert all(ran[1][w] == {"kept": 1, "unpickled": 0} for w in both), ran
+
+
+def _mark_payload_load():
+    from mdakit_fastrdf.backends import payload
+
+    payload.last_load.update(kept=-1, unpickled=-1)
+
+
+def _last_payload_load():
+    from mdakit_fastrdf.backends import payload
+
+    return dict(payload.last_load)
+
+
 def _node_engine_pids():
     from mdakit_fastrdf.backends.dask_backend import _dask_nodes
 

@@ -18,7 +18,9 @@ from ..engine import (
     set_worker_placement,
     worker_placement,
 )
-from .base import _OwnBackend, _PartResult, _quiet
+from .base import _analysis_of, _OwnBackend, _PartResult, _quiet
+from .payload import dumps as payload_dumps
+from .payload import loads as payload_loads
 from .planning import _AUTO, _check_auto_int
 from .scheduler import guided_sizes
 
@@ -225,7 +227,14 @@ class DaskDistributedBackend(_OwnBackend):
         if not computations:
             return []
         token = uuid.uuid4().hex
-        payload = self.client.scatter(_pickler.dumps(_quiet(func)), broadcast=True, hash=False)
+        if node_options is not None:
+            # node engines: the node payload (its Universes apart, payload.py), which the
+            # dask worker loads with the Universes it kept from the last run and passes to
+            # its node engine as it is (one Universe unpickled and one pickled less a run)
+            blob = payload_dumps(_quiet(func), _analysis_of(func))
+        else:
+            blob = _pickler.dumps(_quiet(func))
+        payload = self.client.scatter(blob, broadcast=True, hash=False)
         if self.threads_per_worker == _AUTO:
             # resolved on each worker: its cores / (worker processes on its host x its threads)
             threads = dict(collections.Counter(w.get("host") for w in self._workers().values()))
@@ -242,7 +251,8 @@ class DaskDistributedBackend(_OwnBackend):
         bar = self._progress_bar(sum(frames))
         sizes = {f.key: n for f, n in zip(futures, frames)}
         try:
-            for fut in as_completed(futures):
+            # (the client's loop: as_completed would look for a default client otherwise)
+            for fut in as_completed(futures, loop=self.client.loop):
                 if fut.status == "error":
                     fut.result()  # raises the worker's exception with its traceback
                 if bar is not None:
@@ -285,7 +295,7 @@ def _dask_node_block(payload, token, block, threads, node_options):
     affinity and ``CUDA_VISIBLE_DEVICES``)."""
     from .node import NodeBackend
 
-    func = pickle.loads(payload)
+    func = payload_loads(payload)
     key = tuple(sorted((k, repr(v)) for k, v in node_options.items()))
     with _dask_lock:
         entry = _dask_nodes.get(key)
@@ -294,4 +304,4 @@ def _dask_node_block(payload, token, block, threads, node_options):
                                         threading.Lock())
     node, lock = entry
     with lock:  # (a dask worker of several threads: one block at a time on its node)
-        return node.apply(func, block)
+        return node.apply(func, block, payload_bytes=payload)

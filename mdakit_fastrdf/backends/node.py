@@ -274,15 +274,17 @@ class NodeBackend(_OwnBackend):
         return f"NodeBackend(n_workers={self.n_workers}, {self.options!r})"
 
     # -- running -------------------------------------------------------------------------
-    def apply(self, func, computations):
+    def apply(self, func, computations, *, payload_bytes=None):
         """Run ``func`` on every computation (part of the frames) on the planned workers and
-        return the results in order."""
+        return the results in order. `payload_bytes`: ``func`` as
+        :func:`.payload.dumps` pickled it (a dask task's, passed on rather than pickled
+        again)."""
         computations = list(computations)
         if not computations:
             return []
         mark("apply", "parent", parts=len(computations))
         reap_ended()  # the last cold run's readers
-        run = _NodeRun(self, func, computations)
+        run = _NodeRun(self, func, computations, payload_bytes)
         mark("payload", "parent", nbytes=len(run.payload))
         try:
             run.start()
@@ -444,7 +446,7 @@ class _NodeRun:
     :class:`~.scheduler.Scheduler`'s choice.
     """
 
-    def __init__(self, backend, func, computations):
+    def __init__(self, backend, func, computations, payload_bytes=None):
         import multiprocessing as mp
 
         self.backend, self.func, self.computations = backend, func, computations
@@ -474,7 +476,8 @@ class _NodeRun:
         if where is not None:
             raise main_guard_error(where, methods, any(s.kind == "gpu" for s in self.specs))
         # (its Universes apart: a warm engine's processes keep theirs, payload.py)
-        self.payload = payload.dumps(_quiet(func), _analysis_of(func))
+        self.payload = (payload_bytes if payload_bytes is not None
+                        else payload.dumps(_quiet(func), _analysis_of(func)))
         # A forked worker inherits the payload; the others get it through their pipe once
         # they say "hello": Python writes a spawned process's arguments to it before the
         # child reads them, and would wait for ever on one that died while starting.
