@@ -197,7 +197,7 @@ def test_readers_end_with_the_run(adk_water):
     by the next run, and none is left running or as a zombie after it."""
     import threading
 
-    from mdakit_fastrdf.backends import node as node_module
+    from mdakit_fastrdf.backends import processes
 
     ow = adk_water.select_atoms("name OW")
     backend = NodeBackend(gpus=None, readers=3, cpu_workers=1, part_frames=3)
@@ -214,8 +214,8 @@ def test_readers_end_with_the_run(adk_water):
     InterRDF(ow, ow).run(backend=NodeBackend(gpus=None, readers=2, cpu_workers=1))
     for pid in pids:  # (a zombie still has its /proc entry)
         assert _state(pid) is None, (pid, _state(pid))
-    node_module.reap_ended()
-    assert not [p for p, _ in node_module._ended_unreaped if p.pid in pids]
+    processes.reap_ended()
+    assert not [p for p, _ in processes._ended_unreaped if p.pid in pids]
 
 
 @pytest.mark.parametrize("make", ANALYSES)

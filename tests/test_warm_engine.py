@@ -19,7 +19,7 @@ from stragglers import SlowWorkerLateHelperRDF
 
 from mdakit_fastrdf import InterRDF, InterRDF_s, SpeciesRDF
 from mdakit_fastrdf.backends import NodeBackend
-from mdakit_fastrdf.backends import node as node_module
+from mdakit_fastrdf.backends import node_run
 from mdakit_fastrdf.backends.topology import NodeTopology, detect_topology
 from mdakit_fastrdf.engine import worker_placement
 
@@ -137,7 +137,7 @@ def test_a_worker_busy_with_a_cancelled_copy(adk_water, serial, monkeypatch, set
     that run (no new process: a GPU worker's CUDA start saved), without it is replaced."""
     if sum(len(g.cpus) for g in detect_topology().groups) < 2:
         pytest.skip("needs two cores")
-    monkeypatch.setattr(node_module, "SETTLE_S", settle_s)
+    monkeypatch.setattr(node_run, "SETTLE_S", settle_s)
     ow = adk_water.select_atoms("name OW")[:500]
     with NodeBackend(gpus=None, cpu_workers=2, part_frames=5) as node:
         t0 = time.perf_counter()
