@@ -125,29 +125,10 @@ def plan_workers(topology: NodeTopology, *, device="auto", gpus=_AUTO, cpu_worke
     or 2; 1 without readers: on an H200, 2 cores pack 1M atoms a frame as fast as the
     device histograms them, benchmarks/NOTES.md).
     """
-    readers = _check_auto_int("readers", readers, 0, "it is the number of reader processes")
-    gpu_threads = _check_auto_int("gpu_threads", gpu_threads, 1,
-                                  "it is the number of cores of each GPU worker")
-    workers_per_gpu = _check_auto_int("workers_per_gpu", workers_per_gpu, 1,
-                                      "it is the number of worker processes per GPU")
-    if workers_per_gpu == _AUTO:
-        workers_per_gpu = 1
-    cpu_workers = _check_auto_int("cpu_workers", cpu_workers, 0,
-                                  "it is the number of CPU worker processes")
-    threads_per_worker = _check_auto_int("threads_per_worker", threads_per_worker, 1,
-                                         "it is the number of CPU threads of each CPU worker")
-    if n_workers is not None:
-        n_workers = _check_auto_int("n_workers", n_workers, 1, "it is the total number of workers")
-    if not (hybrid == _AUTO or isinstance(hybrid, bool)):
-        raise TypeError(f"hybrid must be 'auto', True or False, got {hybrid!r}")
-    if start_method is not None and start_method not in _START_METHODS:
-        raise ValueError(f"start_method must be None, 'fork', 'spawn' or 'forkserver', got {start_method!r}")
-    if gpu_start_method not in ("auto", "spawn", "forkserver"):
-        raise ValueError(
-            f"gpu_start_method must be 'auto', 'spawn' or 'forkserver', got "
-            f"{gpu_start_method!r}: "
-            "CUDA cannot be used in a process forked from one that may have used it")
-    cpu_method, gpu_start_method = _start_methods(start_method, gpu_start_method)
+    (readers, gpu_threads, workers_per_gpu, cpu_workers, threads_per_worker, n_workers,
+     cpu_method, gpu_start_method) = _checked_options(
+        readers, gpu_threads, workers_per_gpu, cpu_workers, threads_per_worker, n_workers,
+        hybrid, start_method, gpu_start_method)
 
     device = str(device)
     if device == "cpu":
@@ -240,6 +221,38 @@ def plan_workers(topology: NodeTopology, *, device="auto", gpus=_AUTO, cpu_worke
             f"(topology: {len(topology.groups)} group(s), {topology.n_cpus} cpu(s), "
             f"{topology.n_gpus} GPU(s))")
     return specs
+
+
+def _checked_options(readers, gpu_threads, workers_per_gpu, cpu_workers, threads_per_worker,
+                     n_workers, hybrid, start_method, gpu_start_method):
+    """:func:`plan_workers`' counts and start methods, checked (a clear error for each
+    bad value) and resolved: ``(readers, gpu_threads, workers_per_gpu, cpu_workers,
+    threads_per_worker, n_workers, CPU processes' start method, GPU workers')``."""
+    readers = _check_auto_int("readers", readers, 0, "it is the number of reader processes")
+    gpu_threads = _check_auto_int("gpu_threads", gpu_threads, 1,
+                                  "it is the number of cores of each GPU worker")
+    workers_per_gpu = _check_auto_int("workers_per_gpu", workers_per_gpu, 1,
+                                      "it is the number of worker processes per GPU")
+    if workers_per_gpu == _AUTO:
+        workers_per_gpu = 1
+    cpu_workers = _check_auto_int("cpu_workers", cpu_workers, 0,
+                                  "it is the number of CPU worker processes")
+    threads_per_worker = _check_auto_int("threads_per_worker", threads_per_worker, 1,
+                                         "it is the number of CPU threads of each CPU worker")
+    if n_workers is not None:
+        n_workers = _check_auto_int("n_workers", n_workers, 1, "it is the total number of workers")
+    if not (hybrid == _AUTO or isinstance(hybrid, bool)):
+        raise TypeError(f"hybrid must be 'auto', True or False, got {hybrid!r}")
+    if start_method is not None and start_method not in _START_METHODS:
+        raise ValueError(f"start_method must be None, 'fork', 'spawn' or 'forkserver', got {start_method!r}")
+    if gpu_start_method not in ("auto", "spawn", "forkserver"):
+        raise ValueError(
+            f"gpu_start_method must be 'auto', 'spawn' or 'forkserver', got "
+            f"{gpu_start_method!r}: "
+            "CUDA cannot be used in a process forked from one that may have used it")
+    cpu_method, gpu_start_method = _start_methods(start_method, gpu_start_method)
+    return (readers, gpu_threads, workers_per_gpu, cpu_workers, threads_per_worker, n_workers,
+            cpu_method, gpu_start_method)
 
 
 def _start_methods(start_method, gpu_start_method):
