@@ -36,9 +36,17 @@ struct Displacements {
     int n_species = 0;
 };
 
+// One copy of a loop per x86 vector width, chosen when the module loads (GCC's function
+// multi-versioning on Linux): the same IEEE operations in the same order at every width.
+#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && !defined(__clang__)
+#define FASTRDF_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define FASTRDF_CLONES
+#endif
+
 // lengths d[i] = |r_i(t0 + lag) - r_i(t0)|, the squares added as NumPy adds them:
 // (dx dx + dy dy) + dz dz, with no fused multiply-add (FASTRDF_FP_FLAGS)
-void lengths(const Displacements& p, std::int64_t t0, std::int64_t lag, double* d) {
+FASTRDF_CLONES void lengths(const Displacements& p, std::int64_t t0, std::int64_t lag, double* d) {
     const double* a = p.pos + 3 * t0 * p.n_atoms;
     const double* b = p.pos + 3 * (t0 + lag) * p.n_atoms;
 #pragma omp simd
@@ -131,25 +139,33 @@ void displacement_histogram(const F64& positions, const I64& origins, const I64&
             std::vector<double> d(static_cast<std::size_t>(p.n_atoms));
             std::vector<std::int32_t> guess(static_cast<std::size_t>(p.n_atoms));
             const double top = static_cast<double>(nbins - 1);
+            // (locals, not the captured references: an increment of the histogram could
+            // alias them, and the compiler would load each again for every atom)
+            const std::int64_t n_atoms = p.n_atoms, last = nbins - 1;
+            const std::int32_t* const sp = p.species;
+            const double* const edge = e;
+            const double* const dd = d.data();
+            std::int32_t* const gg = guess.data();
+            std::int64_t* const sc = scratch.data();
+            const std::int64_t srow = static_cast<std::int64_t>(row);
             // every nt-th origin: later origins have fewer lags within the frames
             for (std::int64_t k = tid; k < p.n_origins; k += nt) {
                 const std::int64_t t0 = p.origins[k];
                 for (std::int64_t j = 0; j < p.n_lags && t0 + p.lags[j] < p.n_frames; ++j) {
                     lengths(p, t0, p.lags[j], d.data());
 #pragma omp simd
-                    for (std::int64_t i = 0; i < p.n_atoms; ++i) {
-                        double f = (d[static_cast<std::size_t>(i)] - lo) * scale;
+                    for (std::int64_t i = 0; i < n_atoms; ++i) {
+                        double f = (dd[i] - lo) * scale;
                         f = f < 0.0 ? 0.0 : (f > top ? top : f);
-                        guess[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(f);
+                        gg[i] = static_cast<std::int32_t>(f);
                     }
-                    for (std::int64_t i = 0; i < p.n_atoms; ++i) {
-                        const double x = d[static_cast<std::size_t>(i)];
+                    for (std::int64_t i = 0; i < n_atoms; ++i) {
+                        const double x = dd[i];
                         if (!(x >= lo && x <= hi)) continue;
-                        std::int64_t b = guess[static_cast<std::size_t>(i)];
-                        if (x < e[b]) --b;
-                        else if (b != nbins - 1 && x >= e[b + 1]) ++b;
-                        ++scratch[static_cast<std::size_t>(i & 3) * row +
-                                  static_cast<std::size_t>(p.species[i] * nbins + b)];
+                        std::int64_t b = gg[i];
+                        if (x < edge[b]) --b;
+                        else if (b != last && x >= edge[b + 1]) ++b;
+                        ++sc[(i & 3) * srow + sp[i] * nbins + b];
                     }
                     // into lag j's rows of this thread's histogram (n_species, n_lags, nbins)
                     for (int a = 0; a < p.n_species; ++a) {
