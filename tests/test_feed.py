@@ -156,6 +156,36 @@ def test_plan_readers_errors():
         plan_workers(topo, gpu_threads=0)
 
 
+def _spec(rank, kind):
+    from mdakit_fastrdf.backends.planning import WorkerSpec
+
+    return WorkerSpec(rank, kind, "cuda:0" if kind == "gpu" else "cpu", (rank,), 1, "fork")
+
+
+def test_feed_sizes():
+    """The rings follow the documented rule (run_feed.feed_sizes): the fast workers (the
+    GPU workers, else all) get max(3, readers/fast + 2, min(1 GiB of slots, their share of
+    the frames + 1, 1024)) slots and read ahead min(slots, 2 readers/fast + 2) frames; a
+    CPU worker beside GPU workers gets 3 slots and reads 2 ahead."""
+    from mdakit_fastrdf.backends.run_feed import FEED_RING_BYTES, feed_sizes
+
+    one_m = 12 * 1_000_000 + 256  # a slot of 1M atoms: 89 fit in 1 GiB
+    assert FEED_RING_BYTES // one_m == 89
+    gpus = [_spec(0, "gpu"), _spec(1, "gpu")]
+    # 2 GPUs, 28 readers, 600 frames of 1M atoms: the 1 GiB cap
+    assert feed_sizes(gpus, 28, 600, one_m) == ({0: 89, 1: 89}, {0: 30, 1: 30})
+    # a short run: a GPU's share of 40 frames (21), read ahead at most that
+    assert feed_sizes(gpus, 28, 40, one_m) == ({0: 21, 1: 21}, {0: 21, 1: 21})
+    # small frames: the share (301) below the byte cap and 1024
+    assert feed_sizes(gpus, 28, 600, 12 * 1000 + 256) == ({0: 301, 1: 301}, {0: 30, 1: 30})
+    # hybrid: the readers read for the GPU; the CPU workers get small rings
+    hybrid = [_spec(0, "gpu"), _spec(1, "cpu"), _spec(2, "cpu")]
+    assert feed_sizes(hybrid, 28, 600, one_m) == ({0: 89, 1: 3, 2: 3}, {0: 58, 1: 2, 2: 2})
+    # CPU workers alone are all fast; a ring holds at least a slot per reader and two more
+    cpus = [_spec(0, "cpu"), _spec(1, "cpu")]
+    assert feed_sizes(cpus, 30, 4, one_m) == ({0: 17, 1: 17}, {0: 17, 1: 17})
+
+
 def test_describe_names_the_readers():
     b = NodeBackend(topology=NodeTopology.simple([8], n_gpus=1), gpus=[0])
     text = b.describe()

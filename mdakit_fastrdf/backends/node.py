@@ -200,6 +200,20 @@ class NodeBackend(_OwnBackend):
         readers last); `feedable`: whether the analysis can take its frames from readers."""
         return plan_workers(self.topology, device=device, feedable=feedable, **self.options)
 
+    def plan_for(self, analysis) -> list:
+        """The workers for `analysis` (:meth:`plan` with the device and feeding it asks for
+        through the hooks of :mod:`.protocol`)."""
+        plan_device = getattr(analysis, "_plan_device", None)
+        device = plan_device() if plan_device is not None else getattr(analysis, "device", "auto")
+        can_feed = getattr(analysis, "_can_feed", None)
+        feedable = bool(can_feed()) if can_feed is not None else False
+        device = device if isinstance(device, str) else "auto"
+        if device == "cpu" and getattr(analysis, "device", "cpu") != "cpu":
+            # an analysis without GPU kernels (InterRDF_s): CPU workers whatever the GPUs
+            return plan_workers(self.topology, device="cpu", feedable=feedable,
+                                **{**self.options, "gpus": None, "hybrid": _AUTO})
+        return self.plan(device, feedable)
+
     def parts_for(self, n_frames: int) -> int:
         """Parts to cut ``n_frames`` into: ``part_frames`` each, or (``'auto'``) eight per
         worker, so that a worker that runs faster (a GPU beside CPU workers, or a core that

@@ -4,27 +4,21 @@ cancels the losing copy of a recomputed part and ends the run."""
 
 from __future__ import annotations
 
-import math
 import os
 import time
 
 from . import payload
 from .base import _analysis_of, _quiet
-from .feed import Ring, ring_directory
+from .feed import ring_directory
 from .frames import CancelFlags
 from .main_guard import main_guard_error, unguarded_main_call
-from .messages import HANDLERS, Failed, Part, Reading, Run, RunOver
-from .planning import _AUTO, plan_workers
+from .messages import HANDLERS, Part, Run
 from .processes import _Worker, shutdown
 from .scheduler import Scheduler, WorkerState
 from .trace import mark
+from .run_feed import RunFeed
 from .worker import _worker_main
 
-#: Bytes of frame slots per fed worker (at most; see NodeBackend, Readers)
-FEED_RING_BYTES = 1 << 30
-#: Frame slots of a CPU worker beside GPU workers (it reads one frame ahead of the one it
-#: computes: the readers' share goes to the GPU workers)
-SLOW_RING_SLOTS = 3
 #: seconds a warm engine's next run waits for a worker that was still busy with a
 #: cancelled copy when the last run ended (:meth:`_Pool.settle`); one that has not stopped
 #: by then is ended and replaced (a new GPU worker costs ~0.5-0.8 s: its CUDA start)
@@ -58,17 +52,7 @@ class _NodeRun:
         self.ok = False
         analysis = _analysis_of(func)
         self.analysis = analysis
-        plan_device = getattr(analysis, "_plan_device", None)
-        device = plan_device() if plan_device is not None else getattr(analysis, "device", "auto")
-        can_feed = getattr(analysis, "_can_feed", None)
-        feedable = bool(can_feed()) if can_feed is not None else False
-        device = device if isinstance(device, str) else "auto"
-        if device == "cpu" and getattr(analysis, "device", "cpu") != "cpu":
-            # an analysis without GPU kernels (InterRDF_s): CPU workers whatever the GPUs
-            plan = plan_workers(backend.topology, device="cpu", feedable=feedable,
-                                **{**backend.options, "gpus": None, "hybrid": _AUTO})
-        else:
-            plan = backend.plan(device, feedable)
+        plan = backend.plan_for(analysis)
         self.reader_specs = [s for s in plan if s.kind == "reader"]
         self.specs = [s for s in plan if s.kind != "reader"][:n]
         # a worker that does not fork imports the main script again: not if that reruns this
@@ -83,9 +67,8 @@ class _NodeRun:
         # they say "hello": Python writes a spawned process's arguments to it before the
         # child reads them, and would wait for ever on one that died while starting.
         self.to_send = 0
-        self.rings, self.filled, self.tasks, self.preissue = {}, {}, None, []
-        self.all_mapped = self.reused_rings = self.rings_kept = False
-        self.lookahead = {}  # rank -> frames a fed worker reads ahead
+        self.feed = RunFeed()
+        self.all_mapped = self.rings_kept = False
         self.flags = None
         self.workers: list[_Worker] = []
         self.readers: list[_Worker] = []
@@ -111,11 +94,14 @@ class _NodeRun:
                 self.replace(w, pool)
         self.gen = pool.next_gen() if pool is not None else 0
         if reader_specs:
-            self._make_feed(pool, all(s.rank in live for s in specs + reader_specs))
+            self.feed.make(self.mp, specs, len(reader_specs), sum(self.sizes),
+                           self.analysis._feed_rows(), pool,
+                           all(s.rank in live for s in specs + reader_specs))
         self.flags = CancelFlags.new(len(self.computations),
                                      ring_directory(len(self.computations)))
         states = [WorkerState(s.rank, "gpu" if s.kind == "gpu" else "cpu",
-                              fed=bool(self.rings), lookahead=self.lookahead.get(s.rank, 0))
+                              fed=bool(self.feed.rings),
+                              lookahead=self.feed.lookahead.get(s.rank, 0))
                   for s in specs]
         self.sched = Scheduler(self.sizes, states)
         now = time.perf_counter()
@@ -144,87 +130,23 @@ class _NodeRun:
                 if w.has_payload:
                     self.send_unsent(w)
         if pool is not None:
-            pool.adopt(specs + reader_specs, self.workers + self.readers, self.tasks,
-                       self.filled)
-        # the readers' first frames, once every process is started (a put starts the
-        # queue's feeder thread here: no fork after it)
-        # (in turn: each worker's first frame, then each one's second, ...: the readers'
-        # first round serves every worker)
-        for task in sorted(self.preissue, key=lambda t: (t.position, t.rank)):
-            self.tasks.put(task)
+            pool.adopt(specs + reader_specs, self.workers + self.readers, self.feed.tasks,
+                       self.feed.filled)
+        # the readers' first frames, once every process is started
+        self.feed.start_readings()
         if not self.to_send:
             self.payload = None
 
-    def _make_feed(self, pool, all_live=False):
-        """One ring of frame slots per compute worker (feed.py), and the readers' queues (a
-        warm engine's, or new ones of the spawn context, which serve forked and spawned
-        processes alike).
-
-        A warm engine whose processes all served the last run reuses that run's rings
-        when they are large enough (same rows per frame, as many slots or more): its
-        processes kept their mappings, so nothing is freed, created or faulted in again
-        (~0.15 s a GB). The last run must have ended with every process having mapped
-        them and no reading outstanding (:attr:`_Pool.rings`)."""
-        specs, n_readers = self.specs, len(self.reader_specs)
-        n_rows = self.analysis._feed_rows()
-        slot_bytes = 12 * n_rows + 256
-        # Slots: at least one per reader and two more; up to FEED_RING_BYTES per worker, so
-        # that the readers read ahead while a GPU worker starts (imports, CUDA: ~1 s), and
-        # no more than a worker's share of the frames
-        # The readers read for the fast workers: the GPU workers when there are any (a CPU
-        # worker beside them computes a frame while they compute a hundred: a small ring,
-        # and no share of the readers). Sized by all the workers, the GPU worker of a
-        # hybrid plan read ahead too little and waited for each part's first frames (2x
-        # H200, XTC: 0.41 s against 0.02 s alone, benchmarks/NOTES.md)
-        fast = [s for s in specs if s.kind == "gpu"] or specs
-        share = math.ceil(sum(self.sizes) / len(fast)) + 1
-        n_slots = max(3, math.ceil(n_readers / len(fast)) + 2,
-                      min(FEED_RING_BYTES // slot_bytes, share, 1024))
-        slots = {s.rank: n_slots if s in fast else SLOW_RING_SLOTS for s in specs}
-        # a fed worker asks for its next part when fewer frames than this are known ahead:
-        # twice its share of the readers, so that every reader has a frame
-        ahead = min(n_slots, 2 * math.ceil(n_readers / len(fast)) + 2)
-        self.lookahead = {s.rank: ahead if s in fast else SLOW_RING_SLOTS - 1 for s in specs}
-        where = ring_directory(sum(slots.values()) * slot_bytes)
-        if pool is not None and pool.tasks is not None:
-            self.tasks, self.filled = pool.tasks, pool.filled
-        else:
-            qctx = self.mp.get_context("spawn")
-            self.tasks = qctx.Queue()
-            self.filled = {spec.rank: qctx.Queue() for spec in specs}
-        kept = pool.rings if pool is not None and all_live else {}
-        if kept and all(s.rank in kept and kept[s.rank].n_rows == n_rows
-                        and kept[s.rank].n_slots >= slots[s.rank] for s in specs):
-            self.rings = {s.rank: kept[s.rank] for s in specs}
-            self.reused_rings = True
-            return
-        if pool is not None:
-            pool.rings = {}  # (their processes unmap them as this run starts)
-        for spec in specs:
-            # the parent only names the file: it does not keep it mapped, so that the
-            # last process to unmap a ring (which frees its ~1 GB) is a worker or reader
-            # between runs or after its end, not the parent before run() returns
-            ring = self.rings[spec.rank] = Ring.new(slots[spec.rank], n_rows, where)
-            ring.close()
-
     def _feed_of(self, spec, now):
         """``(first parts, feed, feed without its queues)`` of a process: a fed worker gets
-        its first parts now, and the readers start on their frames while it starts (a GPU
-        worker: imports, CUDA)."""
+        its first parts now, and the readers start on their frames while it starts."""
         if spec.kind == "reader":
-            light = {r: g.spec() for r, g in self.rings.items()}
-            return [], ("reader", self.tasks, light, self.filled), light
-        if not self.rings:
+            return ([], *self.feed.reader_feed())
+        if not self.feed.rings:
             return [], None, None
         first = self.sched.initial(spec.rank, now)
-        ring = self.rings[spec.rank]
         frames = [int(f) for i in first for f in self.computations[i][:, 1]]
-        pre = frames[: ring.n_slots]
-        self.preissue.extend(Reading(self.gen, spec.rank, pos % ring.n_slots, pos, frame)
-                             for pos, frame in enumerate(pre))
-        ahead = self.lookahead[spec.rank]
-        feed = (ring.spec(), self.tasks, self.filled[spec.rank], len(pre), ahead)
-        return first, feed, (ring.spec(), len(pre), ahead)
+        return (first, *self.feed.worker_feed(spec.rank, frames, self.gen))
 
     def _launch(self, spec, feed, pooled):
         """A new process for `spec` (forked ones inherit the pickled analysis; the others
@@ -245,18 +167,9 @@ class _NodeRun:
     def replace(self, w, pool):
         """A warm engine's process that ended between runs: the error it left, if any, is
         raised; one that left none (killed) is replaced by a new process (None)."""
-        w.proc.join(1.0)
-        msg = None
-        try:
-            while w.conn.poll():
-                msg = w.conn.recv()
-                if isinstance(msg, Failed):
-                    break
-        except (OSError, EOFError):
-            pass
-        pool.forget([w])
-        if isinstance(msg, Failed):
-            self.backend._raise_remote(w, msg, self.computations)
+        failed = pool.take_ended(w)
+        if failed is not None:
+            self.backend._raise_remote(w, failed, self.computations)
 
     # -- the loop ------------------------------------------------------------------------
     def loop(self):
@@ -384,8 +297,7 @@ class _NodeRun:
         run ends."""
         if all(x.mapped for x in self.workers + self.readers):
             self.all_mapped = True
-            for ring in self.rings.values():
-                ring.unlink()
+            self.feed.unlink()
             if self.flags is not None:
                 self.flags.unlink()
 
@@ -400,17 +312,15 @@ class _NodeRun:
             pool.end_run([w for w in self.workers if w not in busy])
             # the next run may use these rings again: every process mapped them, none is
             # replaced, and no reader still writes into one
-            clean = (self.rings and (self.all_mapped or self.reused_rings) and not busy
+            clean = (self.feed.rings and (self.all_mapped or self.feed.reused) and not busy
                      and all(w.status == "idle" and w.drained for w in self.workers))
-            pool.rings = dict(self.rings) if clean else {}
+            pool.rings = dict(self.feed.rings) if clean else {}
             self.rings_kept = bool(clean)
             # a worker still computing a copy whose other copy counted (its part is
             # cancelled: it stops at its next frame) is told the run is over and kept;
             # the next run collects its answer (settle) rather than this one ending it
             pool.end_later(busy)
-            if self.tasks is not None:
-                for _ in self.readers:  # each unmaps the run's rings while it waits
-                    self.tasks.put(RunOver(self.gen))
+            self.feed.run_over(len(self.readers), self.gen)
         else:
             if pool is not None:
                 pool.forget(self.workers + self.readers)
@@ -424,14 +334,9 @@ class _NodeRun:
                 os.unlink(self.payload_file)
             except FileNotFoundError:
                 pass
-        for ring in self.rings.values():
-            ring.close(unlink=True)
+        self.feed.close(keep_queues=pool is not None and bool(pool.workers))
         if self.flags is not None:
             self.flags.close(unlink=True)
-        if pool is None or not pool.workers:
-            for q in ([self.tasks] if self.tasks is not None else []) + list(self.filled.values()):
-                q.close()
-                q.cancel_join_thread()
         mark("files_closed", "parent")
         if self.bar is not None:
             self.bar.close()
@@ -457,7 +362,7 @@ class _NodeRun:
                  "parts": state(w, "parts"),
                  "frames": state(w, "frames"), "busy_s": state(w, "busy_s", 0.0),
                  "duplicates": state(w, "duplicates"), "cancelled": state(w, "cancelled"),
-                 "feed_wait_s": w.feed_wait_s, "lookahead": self.lookahead.get(w.spec.rank, 0),
+                 "feed_wait_s": w.feed_wait_s, "lookahead": self.feed.lookahead.get(w.spec.rank, 0),
                  "devices_used": sorted(w.devices_used)}
                 for w in self.workers],
             "readers": [{"rank": w.spec.rank, "pid": w.pid or w.proc.pid,

@@ -126,7 +126,7 @@ class _Pool:
 
     def __init__(self):
         self.key, self.procs, self.tasks, self.filled, self.gen = None, {}, None, {}, 0
-        # the last run's rings, when the next may reuse them (_NodeRun._make_feed)
+        # the last run's rings, when the next may reuse them (RunFeed.make)
         self.rings = {}
 
     @property
@@ -178,6 +178,21 @@ class _Pool:
             if isinstance(msg, Failed):
                 w.status = "gone"
                 return
+
+    def take_ended(self, w):
+        """Forget process `w`, which ended between runs; the :class:`Failed` it left, if
+        any (None: it was killed, and the run replaces it)."""
+        w.proc.join(1.0)
+        msg = None
+        try:
+            while w.conn.poll():
+                msg = w.conn.recv()
+                if isinstance(msg, Failed):
+                    break
+        except (OSError, EOFError):
+            pass
+        self.forget([w])
+        return msg if isinstance(msg, Failed) else None
 
     def end_run(self, workers):
         """Tell idle compute workers the run is over; wait (briefly) for their answer, so
