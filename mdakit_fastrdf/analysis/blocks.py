@@ -8,6 +8,7 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+from MDAnalysis.analysis.results import Results, ResultsGroup
 
 __all__ = ["MIN_BLOCKS", "block_plan", "block_sem", "concatenate_parts", "few_blocks_message",
            "frame_sum", "same_in_every_part", "sum_parts"]
@@ -98,3 +99,116 @@ def concatenate_parts(values):
     """Aggregate the workers' per-frame rows (ResultsGroup lookup): joined along axis 0
     (the base puts them in frame order afterwards)."""
     return np.concatenate([np.asarray(v) for v in values], axis=0)
+
+
+class BlockAveraging:
+    """Block averages of a pair-histogram analysis (mixed into
+    :class:`~mdakit_fastrdf.analysis.base.PairHistogramBase`): each frame's counts go into
+    its block's row (``results.block_<field>``), the rows are summed into the totals at
+    the end of a worker's frames and merged over the parts, and after the run each block is
+    normalised exactly as the whole run and ``<name>_sem`` is the standard error of the
+    block mean. It uses the base's ``_block_plan``, ``_local_blocks``, ``_count_fields``,
+    ``_block_outputs``, ``_frame_rows`` and ``_normalise``."""
+
+    def _ensure_block_arrays(self):
+        """Allocate (once per worker, after ``_prepare``) ``results.block_<field>`` for every
+        count field, with one row per block, and the views the kernels write into."""
+        if self._block_arrays is not None:
+            return self._block_arrays
+        n_blocks = int(self._block_plan.max()) + 1
+        views = {}
+        for field in self._count_fields:
+            target = self.results[field]
+            if isinstance(target, list):
+                blocks = [np.zeros((n_blocks,) + t.shape, dtype=t.dtype) for t in target]
+                for k, arr in enumerate(blocks):
+                    views[(field, k)] = [arr[b] for b in range(n_blocks)]
+            else:
+                blocks = np.zeros((n_blocks,) + target.shape, dtype=target.dtype)
+                views[(field, None)] = [blocks[b] for b in range(n_blocks)]
+            self.results["block_" + field] = blocks
+        self.results.block_n_frames = np.zeros(n_blocks, dtype=np.int64)
+        self.results.block_volume_cum = np.zeros(n_blocks, dtype=np.float64)
+        self._block_arrays = views
+        return views
+
+    def _frame_out(self, out, field="count_uint64", index=None):
+        """The array the counts of the current frame go into.
+
+        Without blocks: `out` (a view of ``results.<field>``, or of its item `index`). With
+        blocks: the same view of the row of the frame's block. The views are cached, so that
+        a GPU engine sees one output object for all the frames of a block (it adds its queued
+        counts into the previous output when the output changes)."""
+        if self._local_blocks is None:
+            return out
+        views = self._ensure_block_arrays()[(field, index)]
+        b = self._local_blocks[self._frame_index]
+        if views[b].shape != out.shape:
+            views[b] = views[b].reshape(out.shape)
+        return views[b]
+
+    def _finish_blocks(self):
+        """End of a worker's frames: add the blocks' counts into the totals."""
+        self._ensure_block_arrays()
+        for field in self._count_fields:
+            target = self.results[field]
+            blocks = self.results["block_" + field]
+            if isinstance(target, list):
+                for t, b in zip(target, blocks):
+                    t += b.sum(axis=0, dtype=b.dtype)
+            else:
+                target += blocks.sum(axis=0, dtype=blocks.dtype)
+
+    def _block_lookup(self):
+        """Aggregators of the block results, for ``_get_aggregator`` (none without
+        blocks)."""
+        if getattr(self, "_block_plan", None) is None:
+            return {}
+        lookup = {"block_n_frames": ResultsGroup.ndarray_sum,
+                  "block_volume_cum": ResultsGroup.ndarray_sum}
+        for field in self._count_fields:
+            lookup["block_" + field] = sum_parts
+        return lookup
+
+    def _conclude_blocks(self):
+        """Normalise every block exactly as the whole run (with the block's own frames and
+        mean box volume) and add ``block_<name>`` (one row per block) and ``<name>_sem``
+        (the standard error of the block mean) for every declared block field."""
+        full = self.results
+        saved = {k: getattr(self, k) for k in ("n_frames", "volume_cum") if hasattr(self, k)}
+        per_block = {name: [] for name in self._block_outputs}
+        try:
+            for b in range(len(full.block_n_frames)):
+                part = Results(edges=full.edges, bins=full.bins)
+                for field in self._count_fields:
+                    blocks = full["block_" + field]
+                    part[field] = ([x[b] for x in blocks] if isinstance(blocks, list)
+                                   else blocks[b])
+                if "volume_cum" in full:
+                    part.volume_cum = full.block_volume_cum[b]
+                if "frame_index" in full:  # the block's rows, in frame order
+                    mine = self._block_plan[full.frame_index] == b
+                    part.frame_index = full.frame_index[mine]
+                    for name in self._frame_rows():
+                        part[name] = full[name][mine]
+                self.results = part
+                self.n_frames = int(full.block_n_frames[b])
+                self._normalise(part)
+                for name in self._block_outputs:
+                    if name in part:
+                        per_block[name].append(part[name])
+        finally:
+            self.results = full
+            for k, v in saved.items():
+                setattr(self, k, v)
+        for name, values in per_block.items():
+            if not values:
+                continue
+            if isinstance(values[0], list):  # site histograms: one array per pair of groups
+                stacked = [np.stack(v) for v in zip(*values)]
+                full["block_" + name] = stacked
+                full[name + "_sem"] = [block_sem(s) for s in stacked]
+            else:
+                stacked = np.stack(values)
+                full["block_" + name] = stacked
+                full[name + "_sem"] = block_sem(stacked)
