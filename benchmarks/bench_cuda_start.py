@@ -3,7 +3,9 @@
 package's own early start (:func:`mdakit_fastrdf.engine.start_cuda_early`, which takes
 turns on a file lock), and then the package's engine state (``Engine._make_impl``).
 
-Each process sees one GPU (``CUDA_VISIBLE_DEVICES``), as the node backend's GPU workers do.
+Each process sees one GPU (``CUDA_VISIBLE_DEVICES``), as the node backend's GPU workers do;
+the last layout is one process seeing every GPU, starting the driver once and then each
+GPU's primary context in turn (would one process driving all GPUs have them sooner?).
 Prints, for each layout, when each GPU's driver and engine were ready (seconds from the
 common start) and the mean over the GPUs: what the first frames of a cold run wait for.
 
@@ -50,6 +52,36 @@ t_engine = time.time()
 print(json.dumps({"start": t0, "import": t_import, "init": t_init, "ctx": t_ctx,
                   "engine": t_engine}))
 """
+
+
+_ONE_PROCESS = r"""
+import ctypes, json, sys, time
+t_go = float(sys.argv[1])
+while time.time() < t_go:
+    time.sleep(0.0005)
+t0 = time.time()
+lib = ctypes.CDLL("libcuda.so.1")
+assert lib.cuInit(0) == 0
+t_init = time.time()
+n = ctypes.c_int()
+lib.cuDeviceGetCount(ctypes.byref(n))
+ready = []
+for k in range(n.value):
+    dev, ctx = ctypes.c_int(), ctypes.c_void_p()
+    assert lib.cuDeviceGet(ctypes.byref(dev), k) == 0
+    assert lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0
+    ready.append(time.time())
+print(json.dumps({"start": t0, "init": t_init, "ready": ready}))
+"""
+
+
+def one_process(n_gpus):
+    """One process seeing `n_gpus` GPUs: cuInit once, then each primary context."""
+    t_go = time.time() + 1.5
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES=",".join(str(k) for k in range(n_gpus)))
+    p = subprocess.Popen([sys.executable, "-c", _ONE_PROCESS, repr(t_go)], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return t_go, _collect(p)
 
 
 def _launch(gpu, t_go, how="plain"):
@@ -102,6 +134,14 @@ def main(argv=None):
                              " / ".join(f"{v:.3f}" for v in drv),
                              " / ".join(f"{v:.3f}" for v in own)])
                 print("#", rows[-1], flush=True)
+    for r in range(args.repeat):
+        t_go, res = one_process(n)
+        ready = [t - t_go for t in res["ready"]]
+        rows.append(["one process, every GPU (ctypes only)", n, r,
+                     " / ".join(f"{v:.3f}" for v in ready), "-",
+                     f"{sum(ready) / len(ready):.3f} (contexts)",
+                     f"cuInit {res['init'] - res['start']:.3f}", "-"])
+        print("#", rows[-1], flush=True)
     head = ["layout", "GPUs", "try", "context ready s", "engine ready s", "mean engine ready s",
             "driver s (each)", "engine's own s (each)"]
     print(f"\n`python benchmarks/bench_cuda_start.py --repeat {args.repeat}`: seconds from "

@@ -61,8 +61,8 @@ class _NodeRun:
         if where is not None:
             raise main_guard_error(where, methods, any(s.kind == "gpu" for s in self.specs))
         # (its Universes apart: a warm engine's processes keep theirs, payload.py)
-        self.payload = (payload_bytes if payload_bytes is not None
-                        else payload.dumps(_quiet(func), _analysis_of(func)))
+        self.payload = (payload.Payload([payload_bytes]) if payload_bytes is not None
+                        else payload.dump(_quiet(func), _analysis_of(func)))
         # A forked worker inherits the payload; the others get it through their pipe once
         # they say "hello": Python writes a spawned process's arguments to it before the
         # child reads them, and would wait for ever on one that died while starting.
@@ -109,8 +109,7 @@ class _NodeRun:
             # a warm engine: the same processes take this run's analysis from a file
             self.payload_file = os.path.join(ring_directory(len(self.payload)),
                                              f"mdakit-fastrdf-run-{os.getpid()}-{self.gen}")
-            with open(self.payload_file, "wb") as f:
-                f.write(self.payload)
+            self.payload.write(self.payload_file)
         for spec in specs + reader_specs:
             first, feed, light = self._feed_of(spec, now)
             w = live.get(spec.rank)
@@ -156,7 +155,7 @@ class _NodeRun:
         inherit = spec.start_method == "fork"
         self.to_send += not inherit
         proc = ctx.Process(target=_worker_main, name=f"mdakit-fastrdf-{spec.rank}",
-                           args=(child_conn, spec, self.payload if inherit else None,
+                           args=(child_conn, spec, self.payload.joined() if inherit else None,
                                  self.backend.pin, os.getpid(), feed, self.flags.spec(),
                                  self.gen, pooled),
                            daemon=True)
@@ -208,7 +207,7 @@ class _NodeRun:
     def on_hello(self, w, msg, now):
         """A process that did not fork: its payload, then the parts it was given."""
         try:
-            w.conn.send_bytes(self.payload)
+            w.conn.send_bytes(self.payload.joined())
         except OSError:  # it died since
             self.died(w)
         w.has_payload = True

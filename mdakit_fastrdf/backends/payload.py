@@ -16,6 +16,12 @@ trajectory) must get the kept Universe's reader, not a copy, or it would read fr
 AtomGroups never see. The readers of the Universes found among the analysis's attributes
 are therefore named too; a reader met without its Universe known makes the whole payload
 an ordinary pickle (correct, only not shared).
+
+Between runs the parent still pickles each Universe (only its bytes say whether it
+changed), but names bytes equal to its last pickle of that Universe without hashing them
+again, and a payload is kept in pieces (:class:`Payload`): a warm engine writes them to the
+run's file, and its processes map that file (:func:`read`), so that a kept Universe's bytes
+are neither joined, nor copied into 30 processes.
 """
 
 from __future__ import annotations
@@ -23,14 +29,16 @@ from __future__ import annotations
 import collections
 import hashlib
 import io
+import mmap
 import pickle
 import struct
+import weakref
 
 from MDAnalysis.coordinates.base import ProtoReader
 from MDAnalysis.core.groups import AtomGroup
 from MDAnalysis.core.universe import Universe
 
-__all__ = ["dumps", "loads"]
+__all__ = ["Payload", "dump", "dumps", "loads", "read"]
 
 #: Universes a process keeps (the most recently used)
 KEEP = 4
@@ -40,6 +48,26 @@ _kept: collections.OrderedDict = collections.OrderedDict()
 last_load = {"kept": 0, "unpickled": 0}
 
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
+
+#: this process's last pickle of each Universe: id -> (weak reference, bytes, name)
+_named: collections.OrderedDict = collections.OrderedDict()
+
+
+def _name_of(u, blob) -> str:
+    """The name of `u`'s pickle `blob`: the last name of `u` when its bytes are the same
+    (a comparison, not a hash), else a hash of them."""
+    last = _named.get(id(u))
+    if last is not None and last[0]() is u and last[1] == blob:
+        _named.move_to_end(id(u))
+        return last[2]
+    name = hashlib.sha256(blob).hexdigest()[:32]
+    try:
+        _named[id(u)] = (weakref.ref(u), blob, name)
+    except TypeError:  # (not weakly referable: named each time)
+        return name
+    while len(_named) > KEEP:
+        _named.popitem(last=False)
+    return name
 
 
 class _Unsafe(Exception):
@@ -85,7 +113,7 @@ class _Pickler(pickle.Pickler):
         name = self.names.get(id(u))
         if name is None:
             blob = pickle.dumps(u, protocol=_PROTOCOL)
-            name = hashlib.sha256(blob).hexdigest()[:32]
+            name = _name_of(u, blob)
             self.blobs.setdefault(name, blob)
             self.names[id(u)] = name
             reader = getattr(u, "trajectory", None)
@@ -110,13 +138,37 @@ class _Pickler(pickle.Pickler):
 _MAGIC = b"FRDFPAY1"
 
 
-def dumps(func, analysis=None) -> bytes:
+class Payload:
+    """A payload in pieces (magic, header, body, the Universes' pickles), joined only for
+    a process that needs the bytes (a forked or spawned one), written as they are to a
+    warm engine's run file."""
+
+    __slots__ = ("parts", "_joined")
+
+    def __init__(self, parts):
+        self.parts = list(parts)
+        self._joined = self.parts[0] if len(self.parts) == 1 else None
+
+    def __len__(self) -> int:
+        return sum(len(p) for p in self.parts)
+
+    def joined(self) -> bytes:
+        if self._joined is None:
+            self._joined = b"".join(self.parts)
+        return self._joined
+
+    def write(self, path: str) -> None:
+        with open(path, "wb") as f:
+            f.writelines(self.parts)
+
+
+def dump(func, analysis=None) -> Payload:
     """`func` pickled with its Universes apart (see the module); `analysis`: the object
     whose attributes name the Universes (default: none known before pickling).
 
     The bytes: a magic, the length of a header, the header (the body's length and each
-    Universe's name and length), the body, the Universes' pickles (copied once, and
-    unpickled by :func:`loads` only when not kept)."""
+    Universe's name and length), the body, the Universes' pickles (unpickled by
+    :func:`loads` only when not kept)."""
     universes = _universes_of(analysis) if analysis is not None else []
     buf = io.BytesIO()
     try:
@@ -127,7 +179,19 @@ def dumps(func, analysis=None) -> bytes:
         blobs, body = {}, pickle.dumps(func, protocol=_PROTOCOL)
     header = pickle.dumps((len(body), [(name, len(b)) for name, b in blobs.items()]),
                           protocol=_PROTOCOL)
-    return b"".join([_MAGIC, struct.pack("<Q", len(header)), header, body, *blobs.values()])
+    return Payload([_MAGIC, struct.pack("<Q", len(header)), header, body, *blobs.values()])
+
+
+def dumps(func, analysis=None) -> bytes:
+    """:func:`dump`'s payload as bytes."""
+    return dump(func, analysis).joined()
+
+
+def read(path: str):
+    """A payload file (:meth:`Payload.write`) mapped, not read: :func:`loads` touches the
+    pages of the Universes it unpickles only."""
+    with open(path, "rb") as f:
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
 
 
 def _split(data):
@@ -181,8 +245,14 @@ class _Unpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"payload: unknown reference {pid!r}")
 
 
-def loads(payload: bytes):
-    """The object :func:`dumps` pickled, with the Universes this process kept."""
+def loads(payload):
+    """The object :func:`dumps` pickled (bytes, or a file :func:`read` mapped), with the
+    Universes this process kept."""
     last_load["kept"] = last_load["unpickled"] = 0
     blobs, body = _split(payload)
-    return _Unpickler(io.BytesIO(body), blobs).load()
+    try:
+        return _Unpickler(io.BytesIO(body), blobs).load()
+    finally:  # (a mapping closes once no view of it is left)
+        body.release()
+        for v in blobs.values():
+            v.release()

@@ -33,6 +33,7 @@ from .messages import (
 )
 from .payload import last_load
 from .payload import loads as payload_loads
+from .payload import read as payload_read
 from .planning import WorkerSpec
 from .trace import mark
 
@@ -154,8 +155,7 @@ def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, paren
                     # a run in which it got no task (over by now): its files are gone
                     conn.send(Ready(spec.rank, _ready_info(gen)))
                 try:
-                    with open(path, "rb") as f:
-                        payload = f.read()
+                    payload = payload_read(path)
                 except FileNotFoundError:  # that run is over too
                     pending, over = None, True
                     continue
@@ -178,8 +178,7 @@ def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, paren
             if isinstance(msg, Exit):
                 return
             path, light, cancel, gen = msg
-            with open(path, "rb") as f:
-                payload = f.read()
+            payload = payload_read(path)
             ended = _compute_run(conn, spec, payload, queues, light, cancel, gen, state)
             del payload
     except (EOFError, BrokenPipeError, ConnectionResetError):
