@@ -121,3 +121,51 @@ def test_warm_runs_keep_the_universe(adk_water, tmp_path, monkeypatch):
             else:
                 assert e["unpickled"] == 0 and e["kept"] == 1, (k, e)
     assert len(seen) == n
+
+
+def test_an_unchanged_universe_is_named_without_hashing_it_again(adk_water, empty_keep,
+                                                                 monkeypatch):
+    """The parent names a Universe whose pickle equals its last one by that last name (a
+    comparison of the bytes, no hash); a changed Universe is hashed and named anew."""
+    monkeypatch.setattr(payload, "_named", type(payload._named)())
+    hashed = []
+    real = payload.hashlib.sha256
+
+    def counting(data):
+        hashed.append(len(data))
+        return real(data)
+
+    monkeypatch.setattr(payload.hashlib, "sha256", counting)
+    r = _rdf(adk_water)
+    first = payload.dumps(r, r)
+    assert len(hashed) == 1
+    again = payload.dumps(_rdf(adk_water), r)
+    assert len(hashed) == 1 and again == first
+    adk_water.trajectory[2]  # another frame: other bytes, another name
+    try:
+        moved = payload.dumps(r, r)
+    finally:
+        adk_water.trajectory[0]
+    assert len(hashed) == 2 and moved != first
+    assert payload._split(moved)[0].keys() != payload._split(first)[0].keys()
+
+
+def test_a_payload_file_is_mapped_and_loads_as_its_bytes(adk_water, empty_keep, tmp_path):
+    """A warm run's file: the payload's pieces written unjoined, mapped by the process
+    (payload.read); loading it gives what loading the bytes gives, and the mapping closes
+    once loaded (no view of it is left)."""
+    r = _rdf(adk_water)
+    p = payload.dump(r, r)
+    assert len(p.parts) > 1 and len(p) == len(p.joined()) and p.joined() == payload.dumps(r, r)
+    path = tmp_path / "run"
+    p.write(str(path))
+    assert path.read_bytes() == p.joined()
+    m = payload.read(str(path))
+    a = payload.loads(m)
+    assert payload.last_load == {"kept": 0, "unpickled": 1}
+    m.close()  # (raises BufferError while a view of the mapping is alive)
+    b = payload.loads(payload.read(str(path)))
+    assert payload.last_load == {"kept": 1, "unpickled": 0}
+    assert b.g1.universe is a.g1.universe
+    np.testing.assert_array_equal(b.run(stop=2).results.count_uint64,
+                                  _rdf(adk_water).run(stop=2).results.count_uint64)
