@@ -43,7 +43,90 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["CompoundCentres", "check_connected", "compound_centres", "compound_indices"]
+__all__ = ["CENTERS", "COMPOUNDS", "CompoundCentres", "check_compound", "check_connected",
+           "compound_centres", "compound_indices", "compound_rows", "needs_attribute"]
+
+#: ``compound`` values of :class:`~mdakit_fastrdf.InterRDF` (those of MDAnalysis's
+#: ``AtomGroup.center``).
+COMPOUNDS = ("group", "residues", "segments", "molecules", "fragments")
+#: ``center`` values of :class:`~mdakit_fastrdf.InterRDF`.
+CENTERS = ("geometry", "mass")
+
+
+def check_compound(compound):
+    """``(compound1, compound2)`` from InterRDF's `compound`: None, one name for both
+    groups, or a pair (None meaning atoms on that side)."""
+    pair = (compound, compound) if compound is None or isinstance(compound, str) else compound
+    try:
+        c1, c2 = pair
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"compound must be None, one of {COMPOUNDS} or a pair of them (None for atoms on "
+            f"that side), got {compound!r}") from None
+    for c in (c1, c2):
+        if c is not None and (not isinstance(c, str) or c not in COMPOUNDS):
+            raise ValueError(
+                f"compound: unknown compound {c!r}; use one of {COMPOUNDS} (MDAnalysis's "
+                f"AtomGroup.center compounds), a pair of them, or None for atoms")
+    return c1, c2
+
+
+def needs_attribute(group, name, attr, fix):
+    """ValueError naming `fix` when `group`'s topology lacks `attr`. Asked of the
+    topology where it can be (``group.bonds`` builds a Bond object per bond: 0.25 s for
+    the adk water)."""
+    topology = getattr(group.universe, "_topology", None)
+    if topology is not None:
+        present = hasattr(topology, attr)
+    else:
+        try:
+            getattr(group, attr)
+            present = True
+        except AttributeError:  # MDAnalysis's NoDataError is an AttributeError
+            present = False
+    if not present:
+        raise ValueError(f"{name}: the topology has no {attr}, which {fix}") from None
+
+
+def compound_rows(groups, compound, center, unwrap, exclude_same=None):
+    """InterRDF's `compound`, `center` and `unwrap` checked for `groups` (g1, g2):
+    ``(compound pair, rows of each group, each group's CompoundCentres or None)``, the
+    rows being atoms, or the centres of the group's compounds."""
+    pair = check_compound(compound)
+    if not isinstance(center, str) or center not in CENTERS:
+        raise ValueError(f"center must be one of {CENTERS}, got {center!r}")
+    if not isinstance(unwrap, (bool, np.bool_)):
+        raise TypeError(f"unwrap must be True or False, got {unwrap!r}")
+    rows, centres = [len(g) for g in groups], [None, None]
+    if pair == (None, None):
+        return pair, rows, centres
+    if exclude_same is not None:
+        raise ValueError(
+            f"exclude_same={exclude_same!r} cannot be combined with compound="
+            f"{compound!r}: a compound's centre is no atom of a residue, segment or "
+            "chain. Leave pairs of a centre with itself out with exclusion_block=(1, 1)")
+    for k, (g, c, name) in enumerate(zip(groups, pair, ("g1", "g2"))):
+        if c is None:
+            continue
+        if c == "molecules":
+            needs_attribute(g, name, "molnums", "compound='molecules' needs (read e.g. "
+                            "from a TPR file); use compound='fragments' or 'residues'")
+        if c == "fragments" or unwrap:
+            needs_attribute(
+                g, name, "bonds",
+                f"compound={c!r} with unwrap={bool(unwrap)} needs to make the compounds "
+                "whole along their bonds; add them (u.guess_TopologyAttrs(to_guess="
+                "['bonds'])) or, if the molecules are whole in the trajectory, pass "
+                "unwrap=False" + (" (compound='fragments' always needs bonds)"
+                                  if c == "fragments" else ""))
+        if center == "mass":
+            needs_attribute(g, name, "masses", "center='mass' needs")
+        # the number of centres, and the error of a compound that unwrap cannot make
+        # whole now rather than in the first frame (the plan is built once, dropped
+        # when pickled: a parallel worker builds its own)
+        centres[k] = CompoundCentres(g, c, center, bool(unwrap), name)
+        rows[k] = centres[k].prepare()
+    return pair, rows, centres
 
 NOT_CONNECTED = (
     "{name}: compound={compound!r} with unwrap=True makes each compound whole along its "

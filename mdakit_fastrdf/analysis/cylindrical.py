@@ -33,7 +33,7 @@ from .centres import CompoundCentres, compound_centres
 from .checks import check_atomgroup, is_updating
 from .declarations import Command, Field, Option, OutputSpec, Table, histogram_fields
 from .lateral import LateralRDF, ring_areas
-from .rdf import _needs_attribute
+from .centres import needs_attribute
 
 __all__ = ["DENSITIES", "CylindricalRDF"]
 
@@ -335,9 +335,9 @@ class CylindricalRDF(LateralRDF):
                              "refgroup, and no refgroup is given")
         if refgroup is not None:
             if center == "mass":
-                _needs_attribute(refgroup, "refgroup", "masses", "center='mass' needs")
+                needs_attribute(refgroup, "refgroup", "masses", "center='mass' needs")
             if unwrap:
-                _needs_attribute(refgroup, "refgroup", "bonds",
+                needs_attribute(refgroup, "refgroup", "bonds",
                                  "unwrap=True needs to make the group whole along its bonds; "
                                  "add them (u.guess_TopologyAttrs(to_guess=['bonds'])) or, "
                                  "if the group is whole in the trajectory, pass unwrap=False")

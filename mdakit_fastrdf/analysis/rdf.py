@@ -6,7 +6,6 @@ same parameters, defaults, results and errors; only the import line changes.
 
 from __future__ import annotations
 
-import numbers
 import warnings
 
 import numpy as np
@@ -14,7 +13,7 @@ import numpy as np
 from .base import PairHistogramBase, PairLayout
 from .blocks import frame_sum
 from .boxes import BOX_FIELDS, BoxStatistics
-from .centres import CompoundCentres, check_connected, compound_centres  # noqa: F401
+from .centres import check_connected, compound_centres, compound_rows  # noqa: F401
 from .checks import (
     EXCLUDE_SAME,
     check_atomgroup,
@@ -24,61 +23,13 @@ from .checks import (
     is_updating,
 )
 from .declarations import Curve, Field, OutputSpec, Table, histogram_fields
+from .exclusions import block_labels, check_block_sizes, check_exclusion_block, exclusion_labels
 from .rdf_command import RDF_COMMAND
 from .shells import FirstShell, first_shell, running_coordination
 
 __all__ = ["FirstShell", "InterRDF", "first_shell"]
 
 _DISTANCE_BACKENDS = ("serial", "openmp", "distopia")
-
-#: ``compound`` values of :class:`InterRDF` (those of MDAnalysis's ``AtomGroup.center``).
-COMPOUNDS = ("group", "residues", "segments", "molecules", "fragments")
-#: ``center`` values of :class:`InterRDF`.
-CENTERS = ("geometry", "mass")
-
-
-def check_compound(compound):
-    """``(compound1, compound2)`` from InterRDF's `compound`: None, one name for both
-    groups, or a pair (None meaning atoms on that side)."""
-    pair = (compound, compound) if compound is None or isinstance(compound, str) else compound
-    try:
-        c1, c2 = pair
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"compound must be None, one of {COMPOUNDS} or a pair of them (None for atoms on "
-            f"that side), got {compound!r}") from None
-    for c in (c1, c2):
-        if c is not None and (not isinstance(c, str) or c not in COMPOUNDS):
-            raise ValueError(
-                f"compound: unknown compound {c!r}; use one of {COMPOUNDS} (MDAnalysis's "
-                f"AtomGroup.center compounds), a pair of them, or None for atoms")
-    return c1, c2
-
-
-def _needs_attribute(group, name, attr, fix):
-    """ValueError naming `fix` when `group`'s topology lacks `attr`. Asked of the
-    topology where it can be (``group.bonds`` builds a Bond object per bond: 0.25 s for
-    the adk water)."""
-    topology = getattr(group.universe, "_topology", None)
-    if topology is not None:
-        present = hasattr(topology, attr)
-    else:
-        try:
-            getattr(group, attr)
-            present = True
-        except AttributeError:  # MDAnalysis's NoDataError is an AttributeError
-            present = False
-    if not present:
-        raise ValueError(f"{name}: the topology has no {attr}, which {fix}") from None
-
-
-def exclusion_labels(values_a, values_b, same):
-    """Per-row int32 labels from the values of the two groups (equal values: pair
-    excluded); one group's values when it is used with itself."""
-    values = values_a if same else np.concatenate([values_a, values_b])
-    _, codes = np.unique(values, return_inverse=True)
-    return np.ascontiguousarray(codes.reshape(-1), dtype=np.int32)
-
 
 class InterRDF(BoxStatistics, PairHistogramBase):
     r"""Radial distribution function between two groups of atoms.
@@ -363,7 +314,9 @@ class InterRDF(BoxStatistics, PairHistogramBase):
         self.exclude_same = EXCLUDE_SAME.get(exclude_same)
         self._updating = is_updating(g1) or is_updating(g2)
         if exclusion_block is not None:
-            self._check_exclusion_block(exclusion_block)
+            check_exclusion_block(exclusion_block)
+            if not self._updating:  # (an UpdatingAtomGroup: checked in every frame)
+                check_block_sizes(exclusion_block, *self._n_rows)
         if not isinstance(backend, str) or backend.lower() not in _DISTANCE_BACKENDS:
             raise ValueError(
                 f"backend (the distance backend of MDAnalysis) must be one of "
@@ -395,44 +348,11 @@ class InterRDF(BoxStatistics, PairHistogramBase):
 
     def _set_compounds(self, compound, center, unwrap, exclude_same):
         """Check and store `compound`, `center` and `unwrap`; the number of rows (atoms or
-        centres) of each group: ``self._n_rows``."""
-        self.compound = check_compound(compound)
-        if not isinstance(center, str) or center not in CENTERS:
-            raise ValueError(f"center must be one of {CENTERS}, got {center!r}")
-        if not isinstance(unwrap, (bool, np.bool_)):
-            raise TypeError(f"unwrap must be True or False, got {unwrap!r}")
+        centres) of each group: ``self._n_rows`` (:func:`.centres.compound_rows`)."""
+        self.compound, self._n_rows, self._centres = compound_rows(
+            (self.g1, self.g2), compound, center, unwrap, exclude_same)
         self.center = center
         self.unwrap = bool(unwrap)
-        self._n_rows = [len(self.g1), len(self.g2)]
-        self._centres = [None, None]
-        if self.compound == (None, None):
-            return
-        if exclude_same is not None:
-            raise ValueError(
-                f"exclude_same={exclude_same!r} cannot be combined with compound="
-                f"{compound!r}: a compound's centre is no atom of a residue, segment or "
-                "chain. Leave pairs of a centre with itself out with exclusion_block=(1, 1)")
-        for k, (g, c, name) in enumerate(zip((self.g1, self.g2), self.compound, ("g1", "g2"))):
-            if c is None:
-                continue
-            if c == "molecules":
-                _needs_attribute(g, name, "molnums", "compound='molecules' needs (read e.g. "
-                                 "from a TPR file); use compound='fragments' or 'residues'")
-            if c == "fragments" or self.unwrap:
-                _needs_attribute(
-                    g, name, "bonds",
-                    f"compound={c!r} with unwrap={self.unwrap} needs to make the compounds "
-                    "whole along their bonds; add them (u.guess_TopologyAttrs(to_guess="
-                    "['bonds'])) or, if the molecules are whole in the trajectory, pass "
-                    "unwrap=False" + (" (compound='fragments' always needs bonds)"
-                                      if c == "fragments" else ""))
-            if center == "mass":
-                _needs_attribute(g, name, "masses", "center='mass' needs")
-            # the number of centres, and the error of a compound that unwrap cannot make
-            # whole now rather than in the first frame (the plan is built once, dropped
-            # when pickled: a parallel worker builds its own)
-            self._centres[k] = CompoundCentres(g, c, center, self.unwrap, name)
-            self._n_rows[k] = self._centres[k].prepare()
 
     def _has_compounds(self):
         return getattr(self, "compound", (None, None)) != (None, None)
@@ -477,31 +397,6 @@ class InterRDF(BoxStatistics, PairHistogramBase):
                 "excluded pairs (each atom with itself among them) out, so g(r) tends to 1; "
                 "use normalization_mode='exact'")
 
-    def _check_exclusion_block(self, block):
-        try:
-            xa, xb = block
-        except (TypeError, ValueError):
-            raise ValueError(f"exclusion_block must be a pair of integers, got {block!r}") from None
-        for v in (xa, xb):
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
-                raise ValueError(f"exclusion_block must hold two positive integers, got {block!r}")
-        if not self._updating:  # (an UpdatingAtomGroup: checked in every frame)
-            self._check_block_sizes(block, *self._n_rows)
-
-    def _check_block_sizes(self, block, na, nb, frame=None):
-        where = "" if frame is None else f" in frame {frame} (the groups are updating)"
-        xa, xb = block
-        if na % xa or nb % xb:
-            raise ValueError(
-                f"exclusion_block={tuple(block)!r} does not divide the group sizes "
-                f"(len(g1)={na}, len(g2)={nb}){where}; each group must consist of whole blocks"
-            )
-        if na // xa != nb // xb:
-            raise ValueError(
-                f"exclusion_block={tuple(block)!r} gives {na // xa} blocks in g1 but "
-                f"{nb // xb} in g2{where}; both groups must hold the same number of blocks"
-            )
-
     # -- the base class's hooks ---------------------------------------------------------
     def _layout(self):
         """Two species and one pair; one species paired with itself when g1 is g2 (the
@@ -510,19 +405,15 @@ class InterRDF(BoxStatistics, PairHistogramBase):
         if getattr(self, "_updating", False):
             self._n_rows = [len(self.g1), len(self.g2)]
             if self._exclusion_block is not None:
-                self._check_block_sizes(self._exclusion_block, *self._n_rows,
-                                        frame=self._ts.frame if hasattr(self, "_ts") else None)
+                check_block_sizes(self._exclusion_block, *self._n_rows,
+                                  frame=self._ts.frame if hasattr(self, "_ts") else None)
         n1, n2 = self._n_rows
         xa, xb = self._exclusion_block or (None, None)
         same = (np.array_equal(self.g1.ix, self.g2.ix) and xa == xb
                 and self.compound[0] == self.compound[1])
         labels = None
         if self._exclusion_block is not None:
-            # the block numbers are the labels: 0 .. n1 / xa - 1 on both sides, every value
-            # present (_check_block_sizes), so they are already exclusion_labels' codes
-            la = np.arange(n1, dtype=np.int32) // np.int32(xa)
-            labels = la if same else np.concatenate(
-                [la, np.arange(n2, dtype=np.int32) // np.int32(xb)])
+            labels = block_labels(n1, n2, self._exclusion_block, same)
         elif self.exclude_same is not None:
             la, lb = getattr(self.g1, self.exclude_same), getattr(self.g2, self.exclude_same)
             labels = exclusion_labels(la, lb, same)

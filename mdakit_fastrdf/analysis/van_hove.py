@@ -31,7 +31,7 @@ from .dynamics import (
     unwrap_positions,
 )
 from .histograms import normalise_counts, shell_volumes
-from .rdf import exclusion_labels
+from .exclusions import exclusion_labels
 from .species import group_species
 
 __all__ = ["VanHove"]
