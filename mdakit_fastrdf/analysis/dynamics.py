@@ -18,6 +18,8 @@ import numbers
 
 import numpy as np
 
+from .declarations import Field
+
 __all__ = ["MAX_STEP_FRACTION", "check_lags", "check_origins", "origin_frames",
            "time_correlation", "unwrap_positions"]
 
@@ -80,9 +82,33 @@ def time_step(times) -> float:
     return float(dt[0]) if len(dt) else 0.0
 
 
+#: the outputs every time correlation declares: its lags in time and in frames
+LAG_FIELDS = (
+    Field("times", "ps", "time lag"),
+    Field("lags", "frames", "time lag in analysed frames", integer=True),
+)
+
+
 class CorrelationRun:
-    """Mixin of the time-correlation analyses: :meth:`run` checks the lags against the
-    frames of the run (``self.lags``) and refuses ``blocks``."""
+    """Mixin of the time-correlation analyses: :meth:`_init_correlation` checks their
+    common options, :meth:`run` the lags against the frames of the run (``self.lags``)
+    and refuses ``blocks``."""
+
+    def _init_correlation(self, lags, origins, **parts):
+        """Check and set `parts` (each part of the analysis to compute: True or False, at
+        least one True), ``origins`` and the lags asked (their type and signs now, against
+        the run's frames in :meth:`run`)."""
+        for name, value in parts.items():
+            if not isinstance(value, (bool, np.bool_)):
+                raise TypeError(f"{name} must be True or False, got {value!r}")
+        if not any(parts.values()):
+            raise ValueError(" and ".join(f"{name}=False" for name in parts)
+                             + " leave nothing to compute")
+        for name, value in parts.items():
+            setattr(self, name, bool(value))
+        self.origins = check_origins(origins)
+        self._lags_asked = lags
+        check_lags(lags, max(2, len(self._trajectory)) * 10**9)
 
     def run(self, start=None, stop=None, step=None, frames=None, verbose=None, **kwargs):
         """Perform the calculation (see :meth:`PairHistogramBase.run`; ``blocks`` is not
@@ -264,6 +290,12 @@ def _lags_option():
 
     return Option(("--lags",), "lags", {"type": int, "default": 5, "metavar": "L",
                                         "help": "lags 0 .. L in analysed frames (default: 5)"})
+
+
+#: the demo system of the time-correlation commands (``Command(**DEMO, ...)``): the water
+#: oxygens of MDAnalysisTests' alanine dipeptide, whose trajectory has a time step
+DEMO = {"select": "resname WAT and name O", "demo": ("PRMpbc", "TRJpbc_bz2"),
+        "demo_about": "alanine dipeptide in 1,683 waters, 11 frames", "guess_elements": True}
 
 
 def command_options():

@@ -19,17 +19,9 @@ from ..engine import NO_BOX, prepare_box
 from .base import PairHistogramBase, PairLayout, available_memory_bytes
 from .checks import check_atomgroup
 from .declarations import Command, Curve, Field, Option, OutputSpec
-from .dynamics import (
-    CorrelationRun,
-    check_lags,
-    check_origins,
-    check_static,
-    command_options,
-    origin_frames,
-    time_correlation,
-    time_step,
-    unwrap_positions,
-)
+from .dynamics import (DEMO, LAG_FIELDS, CorrelationRun, check_lags, check_static,
+                       command_options, origin_frames, time_correlation, time_step,
+                       unwrap_positions)
 from .scattering import species_elements, species_weights
 from .species import group_species
 
@@ -172,8 +164,7 @@ class IntermediateScattering(CorrelationRun, PairHistogramBase):
 
     outputs = OutputSpec(fields=(
         Field("q", "1/Å", "shell centre |q|"),
-        Field("times", "ps", "time lag"),
-        Field("lags", "frames", "time lag in analysed frames", integer=True),
+        *LAG_FIELDS,
         Field("n_vectors", "", "reciprocal vectors in each shell", integer=True),
         Field("f_coherent", "", "coherent F_ab(q, t) of each species pair"),
         Field("f_total", "", "weighted coherent F(q, t)"),
@@ -184,10 +175,7 @@ class IntermediateScattering(CorrelationRun, PairHistogramBase):
     command = Command(
         name="isf",
         help="intermediate scattering functions: self F_s(q, t) and coherent F(q, t)",
-        select="resname WAT and name O",
-        demo=("PRMpbc", "TRJpbc_bz2"),
-        demo_about="alanine dipeptide in 1,683 waters, 11 frames",
-        guess_elements=True,
+        **DEMO,
         options=(
             Option(("--q",), "q", {"nargs": "+", "type": float, "default": [1.0, 2.0],
                                     "metavar": "Q",
@@ -215,15 +203,7 @@ class IntermediateScattering(CorrelationRun, PairHistogramBase):
         self._init_histograms(atomgroup.universe, 1, (0.0, 1.0), "none", device=device,
                               n_threads=n_threads, kwargs=kwargs)
         self.atomgroup = atomgroup
-        for name, value in (("self_part", self_part), ("coherent", coherent)):
-            if not isinstance(value, (bool, np.bool_)):
-                raise TypeError(f"{name} must be True or False, got {value!r}")
-        if not (self_part or coherent):
-            raise ValueError("self_part=False and coherent=False leave nothing to compute")
-        self.self_part, self.coherent = bool(self_part), bool(coherent)
-        self.origins = check_origins(origins)
-        self._lags_asked = lags
-        check_lags(lags, max(2, len(self._trajectory)) * 10**9)  # (its type and signs now)
+        self._init_correlation(lags, origins, self_part=self_part, coherent=coherent)
         species = group_species(atomgroup, by)
         for label, group in species:
             check_static(group, f"by: species {label!r}")

@@ -20,18 +20,10 @@ from .boxes import BOX_FIELDS, BoxStatistics
 from .checks import check_atomgroup
 from .coords import prepare_coordinates
 from .declarations import Command, Curve, Field, Option, OutputSpec
-from .dynamics import (
-    CorrelationRun,
-    check_lags,
-    check_origins,
-    check_static,
-    command_options,
-    origin_frames,
-    time_step,
-    unwrap_positions,
-)
-from .histograms import normalise_counts, shell_volumes
+from .dynamics import (DEMO, LAG_FIELDS, CorrelationRun, check_lags, check_static,
+                       command_options, origin_frames, time_step, unwrap_positions)
 from .exclusions import exclusion_labels
+from .histograms import normalise_counts, shell_volumes
 from .species import group_species
 
 __all__ = ["VanHove"]
@@ -145,8 +137,7 @@ class VanHove(CorrelationRun, BoxStatistics, PairHistogramBase):
 
     outputs = OutputSpec(fields=(
         Field("bins", "Å", "bin centre r"),
-        Field("times", "ps", "time lag"),
-        Field("lags", "frames", "time lag in analysed frames", integer=True),
+        *LAG_FIELDS,
         Field("n_origins", "", "time origins of each lag", integer=True),
         Field("g_self", "Å^-3", "self G_s(r, t) of each species"),
         Field("g_self_total", "Å^-3", "self G_s(r, t) of all atoms of g1"),
@@ -159,10 +150,7 @@ class VanHove(CorrelationRun, BoxStatistics, PairHistogramBase):
     command = Command(
         name="vanhove",
         help="van Hove functions: self G_s(r, t) and distinct G_d(r, t)",
-        select="resname WAT and name O",
-        demo=("PRMpbc", "TRJpbc_bz2"),
-        demo_about="alanine dipeptide in 1,683 waters, 11 frames",
-        guess_elements=True,
+        **DEMO,
         options=(
             Option(("--nbins",), "nbins", {"type": int, "help": "bins (default: 75)"}),
             Option(("--range",), "range", {"nargs": 2, "type": float,
@@ -188,15 +176,7 @@ class VanHove(CorrelationRun, BoxStatistics, PairHistogramBase):
         self._init_histograms(g1.universe, nbins, range, "none", device=device,
                               precision=precision, n_threads=n_threads, method=method,
                               kwargs=kwargs)
-        for name, value in (("self_part", self_part), ("distinct", distinct)):
-            if not isinstance(value, (bool, np.bool_)):
-                raise TypeError(f"{name} must be True or False, got {value!r}")
-        if not (self_part or distinct):
-            raise ValueError("self_part=False and distinct=False leave nothing to compute")
-        self.self_part, self.distinct = bool(self_part), bool(distinct)
-        self.origins = check_origins(origins)
-        self._lags_asked = lags
-        check_lags(lags, max(2, len(self._trajectory)) * 10**9)  # (its type and signs now)
+        self._init_correlation(lags, origins, self_part=self_part, distinct=distinct)
         self.g1, self.g2, self.by = g1, (g1 if g2 is None else g2), by
         if by is None:
             self.species = ["g1"] if g2 is None else ["g1", "g2"]
