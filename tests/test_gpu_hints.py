@@ -47,7 +47,6 @@ def cpu_build(monkeypatch):
     """A build without CUDA kernels, whose hint was not given yet in this process; returns a
     function that sets the GPU device file this machine seems to have (or None)."""
     monkeypatch.setattr(engine, "_cuda_module", lambda: None)
-    monkeypatch.setattr(kspace, "_cuda_module", lambda: None)
     monkeypatch.setattr(engine, "_gpu_hint_given", False)
 
     def machine_with(gpu):

@@ -14,14 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
-from MDAnalysis.analysis.results import Results
 
 from ..engine import MAX_BINS, NO_BOX, Box, prepare_box
 from .checks import check_atomgroup
 from .debye_binning import DSINC_MAX, binning_error_bound
 from .declarations import Command, Curve, Field, Option, OutputSpec, PlotAxes, Table
 from .scattering import _check_q, sinc_transform, species_elements, species_weights
-from .species import SpeciesRDF, pair_index, pair_labels, pair_suffixes, species_index
+from .species import SpeciesRDF, pair_labels, pair_suffixes
 
 __all__ = ["DSINC_MAX", "DebyeScattering", "binning_error_bound"]
 
@@ -454,19 +453,14 @@ class DebyeScattering(SpeciesRDF):
                                     np.abs(np.asarray(results.partials[k]))))
         return curves
 
+    _partial_needs = "intensity"
+
     @staticmethod
-    def _partial(results, a, b):
-        ia = species_index(results.species, a)
-        ib = species_index(results.species, b)
-        k = pair_index(results.pairs, ia, ib)
-        return Results(index=k, species=(results.species[ia], results.species[ib]),
-                       count=results.count[k], count_uint64=results.count_uint64[k],
-                       partial=results.partials[k], pair_sum=results.pair_sums[k])
+    def _partial_fields(results, k, ia):
+        return {"partial": results.partials[k], "pair_sum": results.pair_sums[k]}
 
     def partial(self, a, b):
         """The species pair `a`, `b` (either order): ``count``, ``count_uint64``,
         ``partial`` (its contribution to the intensity), ``pair_sum`` and ``index``."""
-        if "intensity" not in self.results:
-            raise RuntimeError("call run() before partial()")
-        return self._partial(self.results, a, b)
+        return super().partial(a, b)
 

@@ -444,22 +444,26 @@ class SpeciesRDF(BoxStatistics, PairHistogramBase):
             curves.append(Curve("total", y, results.get("total_rdf_sem"), color="black"))
         return curves
 
-    @staticmethod
-    def _partial(results, a, b):
-        """The partial of species `a` with species `b` of `results` (see :meth:`partial`)."""
+    #: the result of a run that :meth:`partial` needs
+    _partial_needs = "rdf"
+
+    @classmethod
+    def _partial(cls, results, a, b):
+        """The partial of species `a` with species `b` of `results` (see :meth:`partial`):
+        the pair's row, species and counts, and :meth:`_partial_fields`."""
         ia = species_index(results.species, a)
         ib = species_index(results.species, b)
         k = pair_index(results.pairs, ia, ib)
-        return Results(
-            index=k,
-            species=(results.species[ia], results.species[ib]),
-            count=results.count[k],
-            count_uint64=results.count_uint64[k],
-            rdf=results.rdf[k],
-            cdf=results.cdf[k],
-            coordination=results.cdf[k] / results.n_atoms[ia],
-            n_pairs=int(results.n_pairs[k]),
-        )
+        return Results(index=k, species=(results.species[ia], results.species[ib]),
+                       count=results.count[k], count_uint64=results.count_uint64[k],
+                       **cls._partial_fields(results, k, ia))
+
+    @staticmethod
+    def _partial_fields(results, k, ia):
+        """What a partial holds beyond its counts: row `k`, first species `ia`."""
+        return {"rdf": results.rdf[k], "cdf": results.cdf[k],
+                "coordination": results.cdf[k] / results.n_atoms[ia],
+                "n_pairs": int(results.n_pairs[k])}
 
     def partial(self, a, b):
         """The partial of species `a` with species `b` (in either order).
@@ -471,7 +475,7 @@ class SpeciesRDF(BoxStatistics, PairHistogramBase):
             ``coordination`` (running number of `b` atoms around an `a` atom, ``cdf / N_a``),
             ``n_pairs`` and ``index`` (row in the ``results`` arrays).
         """
-        if "rdf" not in self.results:
+        if self._partial_needs not in self.results:
             raise RuntimeError("call run() before partial()")
         return self._partial(self.results, a, b)
 

@@ -593,6 +593,31 @@ def _pairs_per_frame(offsets, pairs) -> int:
     return total
 
 
+
+def resolve_device(asked, placement, gpu_pays=None) -> str:
+    """The device (``'cpu'`` or ``'cuda:N'``) of an engine asked for `asked` (a checked
+    ``device``) under a worker's `placement`. ``'auto'`` takes the GPU when this build has
+    CUDA kernels (else, once, a hint on how to get them), `gpu_pays()` says the work is
+    large enough, and a GPU can be used; an explicit GPU that cannot be used is a
+    RuntimeError saying why."""
+    device = placed_device(asked, placement)
+    if device == "cpu":
+        return "cpu"
+    if device.startswith("auto"):
+        if _cuda_module() is None:
+            _hint_cuda_build()
+            return "cpu"
+        if gpu_pays is not None and not gpu_pays():
+            return "cpu"
+        index = device[5:] or "0"
+        return f"cuda:{index}" if cuda_unavailable_reason() is None else "cpu"
+    why = cuda_unavailable_reason()
+    if why is not None:
+        raise RuntimeError(
+            f"device={asked!r} was asked for, but {why}. Otherwise use device='cpu' or "
+            "device='auto'.")
+    return device
+
 class Engine:
     """Histograms the species pairs of one frame per call on the chosen device.
 
@@ -694,24 +719,8 @@ class Engine:
         return out
 
     def _resolve(self, offsets, pairs) -> str:
-        device = placed_device(self.device, _placement)
-        if device == "cpu":
-            return "cpu"
-        if device.startswith("auto"):
-            if _cuda_module() is None:
-                _hint_cuda_build()
-                return "cpu"
-            if _pairs_per_frame(offsets, pairs) < AUTO_GPU_MIN_PAIRS:
-                return "cpu"
-            index = device[5:] or "0"
-            return f"cuda:{index}" if cuda_unavailable_reason() is None else "cpu"
-        why = cuda_unavailable_reason()
-        if why is not None:
-            raise RuntimeError(
-                f"device={self.device!r} was asked for, but {why}. Otherwise use "
-                "device='cpu' or device='auto'."
-            )
-        return device
+        return resolve_device(self.device, _placement,
+                              lambda: _pairs_per_frame(offsets, pairs) >= AUTO_GPU_MIN_PAIRS)
 
     def _make_impl(self, offsets, pairs):
         self.device_used = self._resolve(offsets, pairs)

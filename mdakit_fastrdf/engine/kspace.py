@@ -56,10 +56,7 @@ import numpy as np
 from . import (
     _cpu_module,
     _cuda_init,
-    _cuda_module,
-    _hint_cuda_build,
-    cuda_unavailable_reason,
-    placed_device,
+    resolve_device,
     validate_device,
     validate_n_threads,
     worker_placement,
@@ -273,21 +270,7 @@ class KSpaceEngine:
         return state
 
     def _resolve(self) -> str:
-        device = placed_device(self.device, worker_placement())
-        if device == "cpu":
-            return "cpu"
-        if device.startswith("auto"):
-            if _cuda_module() is None:
-                _hint_cuda_build()
-                return "cpu"
-            index = device[5:] or "0"
-            return f"cuda:{index}" if cuda_unavailable_reason() is None else "cpu"
-        why = cuda_unavailable_reason()
-        if why is not None:
-            raise RuntimeError(
-                f"device={self.device!r} was asked for, but {why}. Otherwise use "
-                "device='cpu' or device='auto'.")
-        return device
+        return resolve_device(self.device, worker_placement())
 
     def _make_impl(self):
         self.device_used = self._resolve()
