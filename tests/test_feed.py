@@ -438,15 +438,15 @@ def test_warm_up_creates_the_engine_state_a_part_reuses(adk_water):
     engine.set_worker_placement(engine.WorkerPlacement(device="cpu", n_threads=1, rank=0,
                                                        kind="gpu", bound_device="cuda:0"))
     try:
-        engine._impl_cache.clear()
+        engine.impl_cache.clear()
         a._warm_up()
-        assert len(engine._impl_cache) == 1
-        warm = next(iter(engine._impl_cache.values()))
+        assert len(engine.impl_cache) == 1
+        warm = next(iter(engine.impl_cache.values()))
         layout = a._layout()
         assert a._make_engine()._make_impl(layout.offsets, layout.pairs) is warm
     finally:
         engine.set_worker_placement(None)
-        engine._impl_cache.clear()
+        engine.impl_cache.clear()
 
 
 class _RingsGoneRDF(InterRDF):

@@ -97,6 +97,10 @@ def _modules():
     return found
 
 
+#: the compiled modules (no Python source): importing one imports no module of the package
+COMPILED = {"mdakit_fastrdf.engine._fastrdf_cpu", "mdakit_fastrdf.engine._fastrdf_cuda"}
+
+
 def import_graph():
     """``{module: {imported module of the package: line}}``, deferred (function-level)
     imports included. ``from X import name`` imports module ``X.name`` when there is one,
@@ -117,11 +121,13 @@ def import_graph():
                 else:
                     base = node.module
                 targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules
-                           else base for alias in node.names]
+                           or f"{base}.{alias.name}" in COMPILED else base
+                           for alias in node.names]
             else:
                 continue
             for target in targets:
-                while target not in modules and "." in target:  # a.b.c -> a.b (not ours)
+                # a.b.c -> a.b (not ours); a compiled module is a leaf of its own
+                while target not in modules and target not in COMPILED and "." in target:
                     target = target.rpartition(".")[0]
                 if target in modules and target != module:
                     edges.setdefault(target, node.lineno)

@@ -9,16 +9,12 @@ frames (analysis objects are pickled to parallel workers), and never pickled.
 from __future__ import annotations
 
 import glob
-import math
-import numbers
 import os
 import threading
 import time
 import warnings
-from dataclasses import dataclass
 
 import numpy as np
-from MDAnalysis.lib.mdamath import triclinic_vectors
 
 __all__ = [
     "MAX_BINS", "Box", "Engine", "build_info", "cuda_devices", "prepare_box", "validate_device",
@@ -43,20 +39,25 @@ except ImportError as exc:
 NO_BOX, ORTHO, TRICLINIC, ORTHO_SCALED = _cpu.NO_BOX, _cpu.ORTHO, _cpu.TRICLINIC, _cpu.ORTHO_SCALED
 ORTHO_SLAB, TRICLINIC_SLAB = _cpu.ORTHO_SLAB, _cpu.TRICLINIC_SLAB
 MAX_BINS = _cpu.MAX_BINS
-_METHODS = tuple(_cpu.METHODS)
-_CELL_ORDERS = tuple(_cpu.CELL_ORDERS)
-_MAX_CELLS_PER_CUTOFF = _cpu.MAX_CELL_K
-# the CUDA all-pairs kernels (kernel=...): the CPU module exports the same table as the CUDA
-# module's KERNELS, so that a build without CUDA checks the option alike
-_KERNELS = tuple(_cpu.CUDA_KERNELS)
 _DEVICES = ("auto", "cpu", "cuda")
-_PRECISIONS = ("single", "double")
 
+from .box import Box, prepare_box  # noqa: E402 - after the compiled module's check
+from .options import (  # noqa: E402, F401
+    validate_cell_order,
+    validate_cells_per_cutoff,
+    validate_kernel,
+    validate_method,
+    validate_n_threads,
+    validate_precision,
+)
+from .placement import (  # noqa: E402, F401 - the engine's names, as before
+    WorkerPlacement,
+    impl_cache,
+    placed_device,
+    set_worker_placement,
+    worker_placement,
+)
 
-def _choices(names) -> str:
-    """``'a', 'b' or 'c'``"""
-    quoted = [repr(n) for n in names]
-    return ", ".join(quoted[:-1]) + " or " + quoted[-1] if len(quoted) > 1 else quoted[0]
 
 # device='auto' takes the GPU from this many atom pairs per frame on (below it the launch and
 # transfer overheads outweigh the kernel; see docs/performance.rst for the measurement).
@@ -393,198 +394,6 @@ def validate_device(device) -> str:
     raise ValueError(f"device must be 'auto', 'cpu' or 'cuda[:N]', got {device!r}")
 
 
-def validate_precision(precision) -> str:
-    if precision not in _PRECISIONS:
-        raise ValueError(f"precision must be 'single' or 'double', got {precision!r}")
-    return precision
-
-
-def validate_method(method) -> str:
-    """Check ``method`` ('auto', 'allpairs' or 'cells')."""
-    if not isinstance(method, str) or method.lower() not in _METHODS:
-        raise ValueError(
-            f"method must be {_choices(_METHODS)} ('auto': cell lists when they are expected "
-            f"to be faster), got {method!r}"
-        )
-    return method.lower()
-
-
-def validate_cells_per_cutoff(cells_per_cutoff):
-    """Check ``cells_per_cutoff`` (an integer from 1 to 8, or None) and return it as int."""
-    if cells_per_cutoff is None:
-        return None
-    if (isinstance(cells_per_cutoff, bool) or not isinstance(cells_per_cutoff, numbers.Integral)
-            or not 1 <= cells_per_cutoff <= _MAX_CELLS_PER_CUTOFF):
-        raise ValueError(
-            f"cells_per_cutoff must be an integer from 1 to {_MAX_CELLS_PER_CUTOFF} or None, "
-            f"got {cells_per_cutoff!r}"
-        )
-    return int(cells_per_cutoff)
-
-
-def validate_cell_order(cell_order) -> str:
-    """Check ``cell_order`` ('rowmajor', 'morton' or 'hilbert')."""
-    if cell_order not in _CELL_ORDERS:
-        raise ValueError(f"cell_order must be {_choices(_CELL_ORDERS)}, got {cell_order!r}")
-    return cell_order
-
-
-def validate_kernel(kernel) -> str:
-    """Check ``kernel`` ('auto', 'shared', 'packed' or 'global')."""
-    if kernel not in _KERNELS:
-        raise ValueError(f"kernel must be {_choices(_KERNELS)}, got {kernel!r}")
-    return kernel
-
-
-def validate_n_threads(n_threads):
-    if n_threads is None:
-        return None
-    if isinstance(n_threads, bool) or not isinstance(n_threads, numbers.Integral):
-        raise TypeError(f"n_threads must be a positive integer or None, got {n_threads!r}")
-    if n_threads < 1:
-        raise ValueError(f"n_threads must be >= 1 (or None for all cores), got {n_threads}")
-    return int(n_threads)
-
-
-@dataclass(frozen=True)
-class Box:
-    """A periodic box prepared for the kernels.
-
-    ``kind`` is 0 (none), 1 (orthorhombic), 2 (triclinic), 3 (orthorhombic with the
-    arithmetic of MDAnalysis's brute-force search, see ``geometry.hpp``), 4 or 5
-    (orthorhombic or triclinic with a slab condition, ``OrthoSlabBox`` and
-    ``TriclinicBox<T, true, true>``: a pair counts at its nearest image whose z component
-    lies in ``[-h, h]``, at its in-plane distance for ``w = 0`` or its 3D distance for
-    ``w = 1``; ``slab = (h, w)``); ``vectors32`` are MDAnalysis's float32 box vectors (rows)
-    and ``vectors`` the same values in float64.
-    """
-
-    kind: int
-    vectors32: np.ndarray | None = None
-    slab: tuple | None = None
-    #: MDAnalysis's ``ts.volume`` of the box (``box_volume``), from :func:`prepare_box`
-    volume: float | None = None
-
-    @property
-    def vectors(self):
-        return None if self.vectors32 is None else self.vectors32.astype(np.float64)
-
-    @property
-    def kernel_array(self):
-        """The box as the kernels take it: the float64 vectors, and for the slab box a
-        fourth row ``(h, w, 0)``."""
-        if self.kind not in (ORTHO_SLAB, TRICLINIC_SLAB):
-            return self.vectors
-        out = np.zeros((4, 3))
-        out[:3] = self.vectors32
-        out[3, :2] = self.slab
-        return out
-
-
-def prepare_box(dimensions) -> Box:
-    """Validate ``ts.dimensions`` and turn it into a :class:`Box`.
-
-    ``None`` (or all zeros, MDAnalysis's "no box") gives no periodic boundaries. Lengths must be
-    positive and finite, angles in (0, 180) degrees and together describe a cell of positive
-    volume; otherwise a ValueError names the box. The box vectors are MDAnalysis's
-    ``triclinic_vectors`` of the float32 dimensions, read-only, and ``volume`` is MDAnalysis's
-    ``ts.volume`` (``box_volume``), both from one ``triclinic_vectors`` call in float64 (it
-    computes in float64 and rounds to the dtype asked for; ``box_volume`` multiplies the
-    three lengths of an orthorhombic box and the diagonal of the float64 vectors of another,
-    checked bit for bit in ``tests/test_hostile.py``). The box of the last call is kept, so a
-    trajectory whose box does not change prepares it once.
-    """
-    global _last_box
-    if dimensions is None:
-        return Box(NO_BOX)
-    dims32 = np.asarray(dimensions, dtype=np.float32)
-    key = dims32.tobytes()
-    last = _last_box
-    if last is not None and last[0] == key:
-        return last[1]
-    values = dims32.tolist()  # the float32 values as exact Python floats: fast checks
-    if not isinstance(values, list) or len(values) != 6 or isinstance(values[0], list):
-        raise ValueError(f"box: dimensions must be [lx, ly, lz, alpha, beta, gamma], got {dimensions!r}")
-    if not all(math.isfinite(v) for v in values):
-        raise ValueError(f"box: dimensions must be finite, got {dimensions!r}")
-    lengths, angles = values[:3], values[3:]
-    if lengths == [0.0, 0.0, 0.0]:
-        return Box(NO_BOX)
-    if min(lengths) <= 0:
-        raise ValueError(f"box: lengths must be positive, got {np.array(lengths)!r}")
-    if min(angles) <= 0 or max(angles) >= 180:
-        raise ValueError(f"box: angles must lie strictly between 0 and 180 degrees, got {np.array(angles)!r}")
-    vectors64 = triclinic_vectors(dims32, dtype=np.float64)
-    if not vectors64[0, 0] > 0:  # zero vectors: MDAnalysis's answer to an impossible cell
-        raise ValueError(f"box: the angles {np.array(angles)!r} do not describe a valid triclinic cell")
-    vectors = np.array(vectors64, dtype=np.float32, order="C")  # triclinic_vectors(dims32)
-    vectors.setflags(write=False)
-    if angles == [90.0, 90.0, 90.0]:
-        volume = lengths[0] * lengths[1] * lengths[2]
-        kind = ORTHO
-    else:
-        volume = float(vectors64[0, 0] * vectors64[1, 1] * vectors64[2, 2])
-        kind = TRICLINIC
-    box = Box(kind, vectors, volume=volume)
-    _last_box = (key, box)
-    return box
-
-
-_last_box = None  # (bytes of the float32 dimensions, Box) of the last prepare_box
-
-
-# -- worker placement -------------------------------------------------------------------
-# A parallel backend (mdakit_fastrdf.backends) binds each of its worker processes to a device
-# and a number of CPU threads by calling set_worker_placement() in the worker. Engines made in
-# that process then map the analysis's device to the worker's: in a GPU worker bound to
-# 'cuda:k', device='auto' and 'cuda[:N]' run on GPU k; in a CPU worker 'auto' runs on the CPU.
-# n_threads=None takes the worker's thread count. Compiled implementations are kept for the
-# life of the worker, so a GPU worker keeps its buffers and streams across the parts it runs.
-
-
-@dataclass(frozen=True)
-class WorkerPlacement:
-    """Where a backend worker process runs (see :func:`set_worker_placement`)."""
-
-    device: str | None = "cpu"  # 'cpu' or 'cuda:k': what the Engine uses; None: no mapping
-    n_threads: int | None = None
-    rank: int = 0
-    kind: str = "cpu"  # 'cpu' or 'gpu'
-    bound_device: str | None = None  # the device the backend assigned (for reports, tests)
-
-
-_placement: WorkerPlacement | None = None
-_impl_cache: dict = {}
-
-
-def set_worker_placement(placement: WorkerPlacement | None) -> None:
-    """Bind this process (a backend worker) to a device and thread count; None unbinds."""
-    global _placement
-    _placement = placement
-    _impl_cache.clear()
-
-
-def worker_placement() -> WorkerPlacement | None:
-    """The placement of this worker process, or None outside a backend worker."""
-    return _placement
-
-
-def placed_device(requested: str, placement: WorkerPlacement | None) -> str:
-    """The device an Engine asked for ``requested`` uses under ``placement``.
-
-    Outside a worker (``None``, or a placement without a device) nothing changes. A CPU worker runs ``'auto'`` on the CPU;
-    a GPU worker bound to ``'cuda:k'`` turns ``'auto'`` into ``'auto:k'`` (GPU k when the
-    frame is large enough, else the CPU) and any ``'cuda:N'`` into ``'cuda:k'``.
-    ``'cpu'`` stays ``'cpu'``.
-    """
-    if placement is None or placement.device is None or requested == "cpu":
-        return requested
-    if placement.device == "cpu":
-        return "cpu" if requested == "auto" else requested
-    index = placement.device.split(":")[1]
-    return f"auto:{index}" if requested == "auto" else f"cuda:{index}"
-
-
 def _pairs_per_frame(offsets, pairs) -> int:
     sizes = np.diff(offsets)
     total = 0
@@ -719,19 +528,20 @@ class Engine:
         return out
 
     def _resolve(self, offsets, pairs) -> str:
-        return resolve_device(self.device, _placement,
+        return resolve_device(self.device, worker_placement(),
                               lambda: _pairs_per_frame(offsets, pairs) >= AUTO_GPU_MIN_PAIRS)
 
     def _make_impl(self, offsets, pairs):
         self.device_used = self._resolve(offsets, pairs)
-        n_threads = self.n_threads or (_placement.n_threads if _placement is not None else None)
+        placement = worker_placement()
+        n_threads = self.n_threads or (placement.n_threads if placement is not None else None)
         key = (threading.get_ident(), self.device_used, n_threads or 0, self.kernel,
                self.max_window_bins, self.exact_sqrt, self.method, self.cells_per_cutoff,
                self.cell_order)
-        if _placement is not None and key in _impl_cache:
+        if placement is not None and key in impl_cache:
             # a backend worker: reuse the compiled state of its previous parts (the previous
             # analysis synchronised it at the end of its frames)
-            return _impl_cache[key]
+            return impl_cache[key]
         if self.device_used == "cpu":
             k = CPU_CELLS_PER_CUTOFF if self.cells_per_cutoff is None else self.cells_per_cutoff
             impl = _cpu_module().CpuHistogrammer(n_threads or 0, "", self.method, k,
@@ -746,8 +556,8 @@ class Engine:
             impl = m.CudaHistogrammer(index, self.kernel, self.max_window_bins, self.exact_sqrt,
                                       self.method, self.cells_per_cutoff or GPU_CELLS_PER_CUTOFF,
                                       self.cell_order)
-        if _placement is not None:
-            _impl_cache[key] = impl
+        if placement is not None:
+            impl_cache[key] = impl
         return impl
 
     def accumulate(self, coords, offsets, pairs, edges, box: Box, labels, out):
@@ -779,7 +589,8 @@ class Engine:
                 "kernel; use device='cpu' or device='auto' (which runs them on the CPU)")
         if self.device_used is None:
             self.device_used = "cpu"
-        n_threads = self.n_threads or (_placement.n_threads if _placement is not None else None)
+        placement = worker_placement()
+        n_threads = self.n_threads or (placement.n_threads if placement is not None else None)
         rmin, rmax = rng
         _cpu_module().site_histograms(
             coords1, coords2, rmin, rmax, nbins, box.kind,
