@@ -24,7 +24,7 @@ from conftest import (
 )
 
 from mdakit_fastrdf import InterRDF, InterRDF_s, SpeciesRDF
-from mdakit_fastrdf.analysis import base as _base
+from mdakit_fastrdf.analysis import memory as _memory
 from mdakit_fastrdf.engine import MAX_BINS, Box, Engine, prepare_box
 
 K = pytest.importorskip("mdakit_fastrdf.engine._fastrdf_cpu")
@@ -244,7 +244,7 @@ def test_histograms_larger_than_memory(cls, monkeypatch):
     """Histograms that do not fit in the available memory are a MemoryError that names
     nbins and gives the size, raised before they are allocated. (The memory is faked small:
     2 MiB available.)"""
-    monkeypatch.setattr(_base, "available_memory_bytes", lambda: 2 * 2**20)
+    monkeypatch.setattr(_memory, "available_memory_bytes", lambda: 2 * 2**20)
     import mdakit_fastrdf.analysis.rdf_s as rdf_s_module
 
     monkeypatch.setattr(rdf_s_module, "available_memory_bytes", lambda: 2 * 2**20)

@@ -20,15 +20,12 @@ from __future__ import annotations
 
 import os
 import warnings
-from dataclasses import dataclass
 
 import numpy as np
 from MDAnalysis.analysis.base import AnalysisBase
-from MDAnalysis.analysis.results import Results, ResultsGroup
 
 from ..backends import ParallelAnalysisMixin, _private_progress_lock
 from ..backends.frames import FedTimestep, PartCancelled, WorkerFrames, frame_source
-from ..backends.trace import mark
 from ..engine import (
     NO_BOX,
     Box,
@@ -52,6 +49,8 @@ from .blocks import (  # noqa: F401
     concatenate_parts,
     few_blocks_message,
     frame_sum,
+    order_frames,
+    parts_aggregator,
     same_in_every_part,
     sum_parts,
 )
@@ -63,87 +62,19 @@ from .checks import (
     check_range,
 )
 from .coords import COORDINATE_MODES, prepare_coordinates
+from .fed import FedFrames
 from .declarations import Curve, OutputSpec, output_function, register
 from .histograms import _bin_edges, histogram_edges, normalise_counts, shell_volumes  # noqa: F401
+from .layout import PairLayout
+from .memory import available_memory_bytes, check_histogram_memory  # noqa: F401
 from .parameters import run_parameters
+from .results import _Results
 
 __all__ = ["PairHistogramBase", "PairLayout", "block_plan", "block_sem", "frame_sum",
            "histogram_edges", "normalise_counts", "shell_volumes"]
 
 
-class _Results(Results):
-    """MDAnalysis's :class:`~MDAnalysis.analysis.results.Results`, whose check of a new key
-    (no attribute of the class may be shadowed) runs once per name instead of on every
-    assignment: it calls ``dir()`` (~40 µs), and an analysis assigns results a few times
-    per frame. ``dir()`` of a Results object is its class's attributes and ``data``, the
-    same for every object, so a name that passed once always passes."""
-
-    _valid_keys: set = set()
-
-    def _validate_key(self, key):
-        if key in _Results._valid_keys:
-            return
-        super()._validate_key(key)
-        if isinstance(key, str):
-            _Results._valid_keys.add(key)
-
-
-def available_memory_bytes():
-    """Memory the system can give this process now (``MemAvailable`` of /proc/meminfo), or
-    None where that is not known."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:  # pragma: no cover - not Linux
-        pass
-    return None
-
-
-@dataclass
-class PairLayout:
-    """What the kernels histogram in each frame.
-
-    Attributes
-    ----------
-    ix : numpy.ndarray
-        Atom indices (``Universe.atoms``) of every species, species after species: the rows
-        of the frame's coordinate block.
-    offsets : numpy.ndarray
-        ``(S + 1,)`` int64: species ``s`` holds rows ``offsets[s]:offsets[s + 1]``.
-    pairs : numpy.ndarray
-        ``(P,)`` species pairs ``(a, b)`` (int32), one histogram each.
-    labels : numpy.ndarray or None
-        ``(N,)`` int32: pairs of atoms with equal labels are not counted.
-    segments : tuple
-        ``((start, stop, n1, n2), ...)``: row ranges prepared together, with the sizes of
-        the two groups MDAnalysis would see (coordinate mode ``'mdanalysis'``); one segment
-        (all rows) for the species analyses, one per pair of groups for site histograms.
-    """
-
-    ix: np.ndarray
-    offsets: np.ndarray
-    pairs: np.ndarray
-    labels: np.ndarray | None = None
-    segments: tuple = ()
-
-    @classmethod
-    def of_groups(cls, groups, pairs, labels=None, sizes=None):
-        """The layout of the AtomGroups `groups` (species in this order) and species
-        `pairs`; ``sizes``: the group sizes of the one segment (default: the first two
-        groups', or the first twice)."""
-        n = np.array([len(g) for g in groups], dtype=np.int64)
-        offsets = np.concatenate([[0], np.cumsum(n)]).astype(np.int64)
-        ix = np.concatenate([g.ix for g in groups]) if len(groups) > 1 else groups[0].ix.copy()
-        if sizes is None:
-            sizes = (int(n[0]), int(n[1] if len(n) > 1 else n[0]))
-        return cls(ix=ix, offsets=offsets,
-                   pairs=np.asarray(pairs, dtype=np.int32).reshape(-1, 2),
-                   labels=labels, segments=((0, len(ix), *sizes),))
-
-
-class PairHistogramBase(ParallelAnalysisMixin, BlockAveraging, AnalysisBase):
+class PairHistogramBase(ParallelAnalysisMixin, BlockAveraging, FedFrames, AnalysisBase):
     r"""Base of the package's analyses: per-species-pair distance histograms of each frame,
     accumulated as exact integers and normalised once at the end.
 
@@ -299,10 +230,6 @@ class PairHistogramBase(ParallelAnalysisMixin, BlockAveraging, AnalysisBase):
         self._buf = np.empty((len(layout.ix), 3), dtype=np.float32)
         self._engine = self._make_engine()
 
-    def _plan_device(self) -> str:
-        """The device a backend plans workers for (the node backend: GPU workers or not)."""
-        return self.device if isinstance(self.device, str) else "auto"
-
     # -- frames prepared by readers (backends.feed) ---------------------------------
     def _can_feed(self) -> bool:
         """Whether reader processes may prepare this analysis's frames: true when a frame
@@ -310,45 +237,6 @@ class PairHistogramBase(ParallelAnalysisMixin, BlockAveraging, AnalysisBase):
         Timestep's frame, time, box and volume, i.e. when :meth:`_single_frame` is the
         base's. A subclass that overrides :meth:`_single_frame` says so itself."""
         return type(self)._single_frame is PairHistogramBase._single_frame
-
-    def _warm_up(self):
-        """Create this worker's engine state before its first frame (on a GPU: the CUDA
-        context and the device's measured root error, ~0.3 s), while readers read: the
-        engine of every part of the worker reuses it."""
-        layout = self._layout()
-        mark("layout", "gpu")
-        self._make_engine()._make_impl(layout.offsets, layout.pairs)
-
-    def _feed_rows(self) -> int:
-        """Rows per frame of a reader's slot: the layout's atoms (or centres)."""
-        return len(self._layout().ix)
-
-    def _prepare_reader(self) -> int:
-        """Set up a reader process's copy of the analysis; the number of rows per frame."""
-        self._layout_cache = layout = self._layout()
-        layout.ix = np.ascontiguousarray(layout.ix, dtype=np.int64)
-        self._local_blocks = None
-        self._rmax = self.rdf_settings["range"][1]
-        return len(layout.ix)
-
-    def _read_frame(self, ts, out):
-        """Reader side: the rows of frame `ts` into `out` (float32, checked as in a serial
-        run; the errors name the frame), prepared for the kernels when
-        :meth:`_reader_prepares`. Returns the kind of the box the kernels use, or None
-        when the rows are not prepared."""
-        self._ts = ts
-        coords = self._take_positions(self._layout_cache.ix, out)
-        if coords is not out:
-            out[...] = coords
-        if not self._reader_prepares():
-            return None
-        return self._prepare_rows(out, prepare_box(ts.dimensions)).kind
-
-    def _frame_positions(self):
-        """The rows of the current frame: a reader's (fed workers), or this process's."""
-        if isinstance(self._ts, FedTimestep):
-            return self._ts.rows
-        return self._take_positions(self._layout_cache.ix, self._buf)
 
     # -- the frame loop ---------------------------------------------------------------
     def _single_frame(self):
@@ -382,27 +270,11 @@ class PairHistogramBase(ParallelAnalysisMixin, BlockAveraging, AnalysisBase):
                                 layout.labels, self._frame_out(self.results.count_uint64))
 
     def _get_aggregator(self):
-        lookup = {name: sum_parts for name in self._count_fields}
-        lookup.update({"volume_cum": ResultsGroup.ndarray_sum,
-                       "bins": same_in_every_part,
-                       "edges": same_in_every_part})
-        if self._frame_rows():
-            lookup.update({name: concatenate_parts
-                           for name in ("frame_index", *self._frame_rows())})
-        lookup.update(self._block_lookup())
-        return ResultsGroup(lookup=lookup)
+        return parts_aggregator(self._count_fields, self._frame_rows(), self._block_lookup())
 
     def _order_frames(self):
         """Put the per-frame rows of the merged results in frame order."""
-        res = self.results
-        if "frame_index" not in res:
-            return
-        if np.all(res.frame_index[1:] > res.frame_index[:-1]):  # in order (a serial run)
-            return
-        order = np.argsort(res.frame_index, kind="stable")
-        res.frame_index = np.ascontiguousarray(res.frame_index[order])
-        for name in self._frame_rows():
-            res[name] = np.ascontiguousarray(res[name][order])
+        order_frames(self.results, self._frame_rows())
 
     def _conclude(self):
         self._order_frames()
@@ -578,30 +450,13 @@ class PairHistogramBase(ParallelAnalysisMixin, BlockAveraging, AnalysisBase):
 
     # -- per-frame helpers ------------------------------------------------------------
     def _check_histogram_memory(self, n_pairs, nbins, result_arrays):
-        """MemoryError, before anything is allocated, when the histograms of this worker do
-        not fit in the available memory: the uint64 counts and `result_arrays` float64
-        arrays of ``n_pairs x nbins``, and on the CPU the kernel's per-thread uint32
-        histograms (``threads x n_pairs x (nbins + 16)``). Under 1 MiB in all the system's
-        memory is not read (~25 µs a run)."""
-        results = (1 + result_arrays) * 8 * n_pairs * nbins
+        """MemoryError before anything is allocated when this worker's histograms do not fit
+        (:func:`~mdakit_fastrdf.analysis.memory.check_histogram_memory`; the CPU kernel's
+        per-thread histograms counted when the device is not a GPU)."""
         threads = 0
         if not str(self.device).startswith("cuda"):
             threads = self._worker_threads or available_cpus()
-        workspace = 4 * threads * n_pairs * (nbins + 16)
-        need = results + workspace
-        if need < 2**20:
-            return
-        avail = available_memory_bytes()
-        if avail is not None and need > avail:
-            detail = f"{results / 2**30:.2f} GiB of counts and results"
-            if workspace:
-                detail += (f" and {workspace / 2**30:.2f} GiB of per-thread CPU histograms "
-                           f"({threads} threads)")
-            raise MemoryError(
-                f"nbins={nbins} with {n_pairs} pair histogram(s) needs {need / 2**30:.2f} GiB "
-                f"({detail}) but only {avail / 2**30:.2f} GiB are available; use fewer bins "
-                f"(nbins), fewer species or fewer threads (n_threads)"
-            )
+        check_histogram_memory(n_pairs, nbins, result_arrays, threads)
 
     def _needs_box_volume(self) -> bool:
         """Whether a frame without a box is an error (the normalisation needs its volume):
@@ -642,14 +497,6 @@ class PairHistogramBase(ParallelAnalysisMixin, BlockAveraging, AnalysisBase):
             )
         return out
 
-    def _deprecated(self, name, use, since="2.0.0"):
-        warnings.warn(
-            f"The `{name}` attribute was deprecated in MDAnalysis {since} and will be removed "
-            f"in MDAnalysis 3.0.0. Please use `results.{use}` instead",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        return self.results[use]
 
 
 __all__ += ["Curve"]

@@ -11,6 +11,7 @@ import numpy as np
 from MDAnalysis.analysis.results import Results, ResultsGroup
 
 __all__ = ["MIN_BLOCKS", "block_plan", "block_sem", "concatenate_parts", "few_blocks_message",
+           "order_frames", "parts_aggregator",
            "frame_sum", "same_in_every_part", "sum_parts"]
 
 
@@ -212,3 +213,30 @@ class BlockAveraging:
                 stacked = np.stack(values)
                 full["block_" + name] = stacked
                 full[name + "_sem"] = block_sem(stacked)
+
+
+def parts_aggregator(count_fields, frame_rows, block_lookup):
+    """How MDAnalysis merges the results of a run's parts: the `count_fields` summed,
+    ``volume_cum`` added, ``bins`` and ``edges`` the same in every part, the per-frame rows
+    `frame_rows` (and ``frame_index``) joined, and the blocks' fields (`block_lookup`)."""
+    lookup = {name: sum_parts for name in count_fields}
+    lookup.update({"volume_cum": ResultsGroup.ndarray_sum,
+                   "bins": same_in_every_part,
+                   "edges": same_in_every_part})
+    if frame_rows:
+        lookup.update({name: concatenate_parts for name in ("frame_index", *frame_rows)})
+    lookup.update(block_lookup)
+    return ResultsGroup(lookup=lookup)
+
+
+def order_frames(res, frame_rows):
+    """Put the per-frame rows `frame_rows` of the merged results `res` in frame order
+    (``res.frame_index``)."""
+    if "frame_index" not in res:
+        return
+    if np.all(res.frame_index[1:] > res.frame_index[:-1]):  # in order (a serial run)
+        return
+    order = np.argsort(res.frame_index, kind="stable")
+    res.frame_index = np.ascontiguousarray(res.frame_index[order])
+    for name in frame_rows:
+        res[name] = np.ascontiguousarray(res[name][order])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 
@@ -154,3 +155,15 @@ def _user_stacklevel():
         frame = frame.f_back
         level += 1
     return level
+
+
+def deprecated_result(results, name, use, since="2.0.0"):
+    """``results[use]``, with MDAnalysis's DeprecationWarning for the attribute `name` that
+    InterRDF kept before its ``results``."""
+    warnings.warn(
+        f"The `{name}` attribute was deprecated in MDAnalysis {since} and will be removed "
+        f"in MDAnalysis 3.0.0. Please use `results.{use}` instead",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return results[use]

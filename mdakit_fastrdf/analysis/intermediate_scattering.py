@@ -16,12 +16,22 @@ import numpy as np
 from MDAnalysis.analysis.results import Results
 
 from ..engine import NO_BOX, prepare_box
-from .base import PairHistogramBase, PairLayout, available_memory_bytes
+from .base import PairHistogramBase, PairLayout
 from .checks import check_atomgroup
 from .declarations import Command, Curve, Field, Option, OutputSpec
-from .dynamics import (DEMO, LAG_FIELDS, CorrelationRun, check_lags, check_static,
-                       command_options, origin_frames, time_correlation, time_step,
-                       unwrap_positions)
+from .dynamics import (
+    DEMO,
+    LAG_FIELDS,
+    CorrelationRun,
+    check_lags,
+    check_static,
+    command_options,
+    origin_frames,
+    time_correlation,
+    time_step,
+    unwrap_positions,
+)
+from .memory import available_memory_bytes
 from .scattering import species_elements, species_weights
 from .species import group_species
 

@@ -16,6 +16,7 @@ from .boxes import BOX_FIELDS, BoxStatistics
 from .centres import check_connected, compound_centres, compound_rows  # noqa: F401
 from .checks import (
     EXCLUDE_SAME,
+    deprecated_result,
     check_atomgroup,
     check_exclude_same,
     check_norm,
@@ -597,16 +598,16 @@ class InterRDF(BoxStatistics, PairHistogramBase):
     # -- deprecated attributes, as in MDAnalysis --------------------------------------
     @property
     def edges(self):
-        return self._deprecated("edges", "edges")
+        return deprecated_result(self.results, "edges", "edges")
 
     @property
     def count(self):
-        return self._deprecated("count", "count")
+        return deprecated_result(self.results, "count", "count")
 
     @property
     def bins(self):
-        return self._deprecated("bins", "bins")
+        return deprecated_result(self.results, "bins", "bins")
 
     @property
     def rdf(self):
-        return self._deprecated("rdf", "rdf")
+        return deprecated_result(self.results, "rdf", "rdf")

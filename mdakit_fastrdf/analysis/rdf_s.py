@@ -6,12 +6,13 @@ import warnings
 
 import numpy as np
 
-from .base import PairHistogramBase, PairLayout, available_memory_bytes
+from .base import PairHistogramBase, PairLayout
 from .blocks import block_sem
 from .boxes import BOX_FIELDS, BoxStatistics
 from .checks import check_atomgroup, check_norm, check_normalization_mode
 from .coords import prepare_coordinates
 from .declarations import Curve, Field, OutputSpec, Table, histogram_fields
+from .memory import available_memory_bytes
 
 __all__ = ["InterRDF_s"]
 

@@ -15,15 +15,25 @@ import numpy as np
 from MDAnalysis.analysis.results import Results
 
 from ..engine import NO_BOX, prepare_box
-from .base import PairHistogramBase, PairLayout, available_memory_bytes
+from .base import PairHistogramBase, PairLayout
 from .boxes import BOX_FIELDS, BoxStatistics
 from .checks import check_atomgroup
 from .coords import prepare_coordinates
 from .declarations import Command, Curve, Field, Option, OutputSpec
-from .dynamics import (DEMO, LAG_FIELDS, CorrelationRun, check_lags, check_static,
-                       command_options, origin_frames, time_step, unwrap_positions)
+from .dynamics import (
+    DEMO,
+    LAG_FIELDS,
+    CorrelationRun,
+    check_lags,
+    check_static,
+    command_options,
+    origin_frames,
+    time_step,
+    unwrap_positions,
+)
 from .exclusions import exclusion_labels
 from .histograms import normalise_counts, shell_volumes
+from .memory import available_memory_bytes
 from .species import group_species
 
 __all__ = ["VanHove"]
