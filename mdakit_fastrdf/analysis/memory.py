@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["available_memory_bytes", "check_histogram_memory"]
+__all__ = ["available_memory_bytes", "check_histogram_memory", "run_layout"]
 
 
 def available_memory_bytes():
@@ -40,3 +40,36 @@ def check_histogram_memory(n_pairs, nbins, result_arrays, threads):
             f"({detail}) but only {avail / 2**30:.2f} GiB are available; use fewer bins "
             f"(nbins), fewer species or fewer threads (n_threads)"
         )
+
+
+def run_layout(analysis, backend, n_workers, n_parts, start, stop, step, frames):
+    """``(parallel, workers, parts)`` of `analysis`'s run with these arguments, as the
+    backend will run it: whether the histograms are made in worker processes, how many
+    workers hold a set at once, and how many parts the caller receives."""
+    from MDAnalysis.analysis.backends import BackendBase, BackendSerial
+
+    from ..backends import NodeBackend, _OwnBackend, _resolve_backend
+
+    n_frames = max(1, len(analysis._setup_computation_groups(
+        1, start=start, stop=stop, step=step, frames=frames)[0]))
+    if (backend is None or isinstance(backend, BackendSerial)
+            or (isinstance(backend, str) and backend.lower() == "serial")):
+        return False, 1, max(1, min(int(n_parts or 1), n_frames))
+    resolved = _resolve_backend(backend, n_workers)
+    if isinstance(resolved, _OwnBackend):  # 'node', dask clients, their objects
+        parts = n_parts if n_parts is not None else resolved.parts_for(n_frames)
+        workers = resolved.n_workers
+        if isinstance(resolved, NodeBackend):
+            try:  # the workers it starts for this analysis (CPU only)
+                workers = len([s for s in resolved.plan(analysis._plan_device())
+                               if s.kind != "reader"])
+            except ValueError:  # the run raises it
+                pass
+    elif isinstance(resolved, BackendBase):  # MDAnalysis's backend objects
+        workers = getattr(resolved, "n_workers", None) or 1
+        parts = n_parts if n_parts is not None else (n_workers or workers)
+    else:  # MDAnalysis's backends by name: 'multiprocessing', 'dask'
+        workers = n_workers or 1
+        parts = n_parts if n_parts is not None else workers
+    parts = max(1, min(int(parts), n_frames))
+    return True, max(1, min(int(workers), parts)), parts

@@ -12,7 +12,7 @@ from .boxes import BOX_FIELDS, BoxStatistics
 from .checks import check_atomgroup, check_norm, check_normalization_mode
 from .coords import prepare_coordinates
 from .declarations import Curve, Field, OutputSpec, Table, histogram_fields
-from .memory import available_memory_bytes
+from .memory import available_memory_bytes, run_layout
 
 __all__ = ["InterRDF_s"]
 
@@ -327,44 +327,13 @@ class InterRDF_s(BoxStatistics, PairHistogramBase):
             f"(nbins={nbins}) or the site groups (ags){advice}"
         )
 
-    def _run_layout(self, backend, n_workers, n_parts, start, stop, step, frames):
-        """``(parallel, workers, parts)`` of a run with these arguments, as the backend will
-        run it (see Notes, *Memory*)."""
-        from MDAnalysis.analysis.backends import BackendBase, BackendSerial
-
-        from ..backends import NodeBackend, _OwnBackend, _resolve_backend
-
-        n_frames = max(1, len(self._setup_computation_groups(
-            1, start=start, stop=stop, step=step, frames=frames)[0]))
-        if (backend is None or isinstance(backend, BackendSerial)
-                or (isinstance(backend, str) and backend.lower() == "serial")):
-            return False, 1, max(1, min(int(n_parts or 1), n_frames))
-        resolved = _resolve_backend(backend, n_workers)
-        if isinstance(resolved, _OwnBackend):  # 'node', dask clients, their objects
-            parts = n_parts if n_parts is not None else resolved.parts_for(n_frames)
-            workers = resolved.n_workers
-            if isinstance(resolved, NodeBackend):
-                try:  # the workers it starts for this analysis (CPU only)
-                    workers = len([s for s in resolved.plan(self._plan_device())
-                                   if s.kind != "reader"])
-                except ValueError:  # the run raises it
-                    pass
-        elif isinstance(resolved, BackendBase):  # MDAnalysis's backend objects
-            workers = getattr(resolved, "n_workers", None) or 1
-            parts = n_parts if n_parts is not None else (n_workers or workers)
-        else:  # MDAnalysis's backends by name: 'multiprocessing', 'dask'
-            workers = n_workers or 1
-            parts = n_parts if n_parts is not None else workers
-        parts = max(1, min(int(parts), n_frames))
-        return True, max(1, min(int(workers), parts)), parts
-
     def _check_run_memory(self, backend, n_workers, n_parts, blocks, start, stop, step,
                           frames):
         avail = available_memory_bytes()
         if avail is None:
             return
-        parallel, W, P = self._run_layout(backend, n_workers, n_parts, start, stop, step,
-                                          frames)
+        parallel, W, P = run_layout(self, backend, n_workers, n_parts, start, stop, step,
+                                    frames)
         need = self.memory_bytes(W, blocks, n_parts=P, parallel=parallel)
         if need <= avail:
             return
