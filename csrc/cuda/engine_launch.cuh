@@ -2,13 +2,11 @@
 // pairs, cell lists), the choice between the two, and the dense-frame bound.
 // Part of engine.cu, which includes it after the definition of Histogrammer::Impl;
 // never compiled on its own.
-#pragma once
 #ifndef FASTRDF_ENGINE_PART
 #error "a part of csrc/cuda/engine.cu, included by it only"
 #endif
 
-namespace fastrdf {
-namespace gpu {
+namespace fastrdf::gpu {
 
 namespace {
 
@@ -356,5 +354,4 @@ inline int Histogrammer::Impl::all_in_range(const FrameProblem& p, const Frame& 
     return dense;
 }
 
-}  // namespace gpu
-}  // namespace fastrdf
+}  // namespace fastrdf::gpu

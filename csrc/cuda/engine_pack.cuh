@@ -3,13 +3,11 @@
 // device on the copy stream.
 // Part of engine.cu, which includes it after the definition of Histogrammer::Impl;
 // never compiled on its own.
-#pragma once
 #ifndef FASTRDF_ENGINE_PART
 #error "a part of csrc/cuda/engine.cu, included by it only"
 #endif
 
-namespace fastrdf {
-namespace gpu {
+namespace fastrdf::gpu {
 
 namespace {
 
@@ -173,5 +171,4 @@ inline void Histogrammer::Impl::copy_frame(const FrameProblem& p, const Frame& f
     check(cudaStreamWaitEvent(compute, copy_done[s], 0), "cudaStreamWaitEvent");
 }
 
-}  // namespace gpu
-}  // namespace fastrdf
+}  // namespace fastrdf::gpu

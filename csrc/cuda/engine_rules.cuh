@@ -3,13 +3,11 @@
 // they are built from.
 // Part of engine.cu, which includes it after the definition of Histogrammer::Impl;
 // never compiled on its own.
-#pragma once
 #ifndef FASTRDF_ENGINE_PART
 #error "a part of csrc/cuda/engine.cu, included by it only"
 #endif
 
-namespace fastrdf {
-namespace gpu {
+namespace fastrdf::gpu {
 
 namespace {
 
@@ -208,5 +206,4 @@ inline void Histogrammer::Impl::upload_edges(const FrameProblem& p) {
     build_fast_rule(p);
 }
 
-}  // namespace gpu
-}  // namespace fastrdf
+}  // namespace fastrdf::gpu
