@@ -5,8 +5,11 @@
 #   stages: info tests sanitize bench (all sections) bench-SECTION[,SECTION] bench-big
 #           cells[:ARGS] (benchmarks/bench_cells.py --device cuda, ARGS ':'-separated)
 #           py:SCRIPT[:ARGS] (any script of the repository, e.g. py:benchmarks/bench_species.py:generated)
-#           pytest:FILE (one test file, stop at the first failure)
-#           tests:GLOB (the test files tests/GLOB, every failure reported; e.g. 'tests:test_[a-f]*.py')
+#           pytest:FILE (one test file, stop at the first failure; FILE relative to tests/, e.g.
+#             'pytest:backends/test_feed.py'; a bare name is looked for in tests' folders)
+#           tests:GLOB (the test files tests/GLOB, every failure reported; a folder of tests/ by
+#             layer, e.g. 'tests:gpu' or 'tests:backends', or a glob, e.g. 'tests:*/test_[a-f]*.py';
+#             a glob that matches nothing directly is looked for in tests' folders)
 #           tar:DIR (DIR under $OUT packed into DIR.tar.gz: many small files come back as one)
 #           env:VAR=VALUE (exported for the stages after it, e.g. env:FASTRDF_CUDA_COMMON_IMAGE=off)
 #
@@ -49,6 +52,16 @@ echo "   installed in $(( $(date +%s) - t0 )) s"
 cd /tmp  # import the installed package, not the source tree
 src=$OLDPWD
 rc=0
+# test_paths PATTERN: the paths under $src/tests that PATTERN (a file, folder or glob relative
+# to tests/) names; where it names nothing there, what it names in the folders by layer
+# (tests/kernels, tests/analysis, ...), so that a bare file name still works
+test_paths() {
+  local hits
+  hits=$(cd "$src/tests" && compgen -G "$1" | sort)
+  [ -n "$hits" ] || hits=$(cd "$src/tests" && compgen -G "*/$1" | sort)
+  [ -n "$hits" ] || hits=$1  # nothing: pytest says so
+  for h in $hits; do printf '%s ' "$src/tests/$h"; done
+}
 for s in $stages; do
   echo "== $s"
   case $s in
@@ -57,7 +70,7 @@ for s in $stages; do
       python3 -m mdakit_fastrdf --info ;;
     tests:*)
       log=$(echo "${s#tests:}" | tr -c 'A-Za-z0-9_\n' '_')
-      python3 -m pytest -q -p no:cacheprovider -rs $src/tests/${s#tests:} 2>&1 | tee -a "$OUT/pytest-$log.log" | tail -25
+      python3 -m pytest -q -p no:cacheprovider -rs $(test_paths "${s#tests:}") 2>&1 | tee -a "$OUT/pytest-$log.log" | tail -25
       [ "${PIPESTATUS[0]}" = 0 ] || rc=1 ;;
     tar:*)
       d=${s#tar:}; (cd "$OUT" && tar czf "$d.tar.gz" "$d" && rm -rf "$d") ;;
@@ -83,7 +96,7 @@ for s in $stages; do
       args=${s#py:}; args=${args//:/ }; set -- $args; script=$1; shift
       python3 "$src/$script" "$@" 2>&1 | tee -a "$OUT/$(basename "$script" .py).md" ;;
     pytest:*)
-      python3 -m pytest -q -p no:cacheprovider -rs -x "$src/tests/${s#pytest:}" 2>&1 | tee -a "$OUT/pytest-part.log" | tail -25
+      python3 -m pytest -q -p no:cacheprovider -rs -x $(test_paths "${s#pytest:}") 2>&1 | tee -a "$OUT/pytest-part.log" | tail -25
       [ "${PIPESTATUS[0]}" = 0 ] || rc=1 ;;
     env:*)  # env:VAR=VALUE: set for the stages after it (env:VAR= to clear)
       export "${s#env:}"; echo "   export ${s#env:}" ;;

@@ -3,7 +3,7 @@
 // (the nearest image's tie) with spreads from 1e-8 to 1 cell: a set the test certifies must
 // give every pair the certified shift and the same r2, bit for bit. Run with the margins
 // (must find no such set) and without them (must find some: the replay can fail).
-// Built and run by tests/test_cells.py::test_projected_certification_replay.
+// Built and run by tests/kernels/test_cells.py::test_projected_certification_replay.
 #include <cstdio>
 #include <cstdlib>
 #include <random>

@@ -5,13 +5,34 @@ definitions (minimum image convention, ``numpy.histogram`` binning, MDAnalysis'
 exclusion rules) so that they can catch errors in the package.
 
 Helpers are plain functions so test modules can import them with
-``from conftest import ...`` (pytest puts ``tests/`` on ``sys.path``).
+``from conftest import ...``.
+
+The tests sit in folders by layer (``kernels``, ``analysis``, ``backends``, ``gpu``,
+``outputs``, ``packaging``), without ``__init__.py``: pytest imports each module under its
+basename, so basenames must stay unique across the folders. :func:`_test_folders_on_path`
+puts ``tests/`` (this file and the helper modules ``tables``, ``trajectories`` and
+``stragglers``) and every folder on ``sys.path``, so that ``from conftest import ...``,
+``from trajectories import ...`` and the few imports of another test module
+(``from test_cuda import ...``) work whichever files a run selects.
 """
 
 import glob
 import os
 import sys
 import warnings
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+LAYERS = ("kernels", "analysis", "backends", "gpu", "outputs", "packaging")
+
+
+def _test_folders_on_path():
+    """``tests/`` and its layer folders on ``sys.path`` (after the current first entries)."""
+    for d in (TESTS, *(os.path.join(TESTS, layer) for layer in LAYERS)):
+        if d not in sys.path:
+            sys.path.append(d)
+
+
+_test_folders_on_path()
 
 
 def _prefer_installed_package():
@@ -68,12 +89,15 @@ from MDAnalysis.coordinates.memory import MemoryReader  # noqa: E402
 # Hypothesis profiles
 # --------------------------------------------------------------------------------------
 # Chosen with the environment variable HYPOTHESIS_PROFILE:
-#   default   30 examples per property test, no deadline (a frame's runtime depends on
-#             what was drawn, so a deadline would only flake);
+#   dev       (the default) 30 examples per property test, no deadline (a frame's runtime
+#             depends on what was drawn, so a deadline would only flake);
+#   ci        the same counts, derandomised and without the example database: the same
+#             examples on every run, nothing written to .hypothesis/;
 #   thorough  ten times as many, for a longer local search:
-#             HYPOTHESIS_PROFILE=thorough python -m pytest tests/test_slab.py
-# A test that needs another count than the profile's asks for ``examples(n)``: n under the
-# default profile, scaled like the profile otherwise.
+#             HYPOTHESIS_PROFILE=thorough python -m pytest tests/analysis/test_slab.py
+# ("default" is kept as another name of "dev".) A test that needs another count than the
+# profile's asks for ``examples(n)``: n under the dev profile, scaled like the profile
+# otherwise (tests/kernels/test_properties.py and tests/analysis/test_hostile.py).
 
 DEFAULT_EXAMPLES = 30
 
@@ -82,11 +106,13 @@ try:
 except ImportError:  # pragma: no cover - the docs/README tests run without hypothesis
     _hypothesis_settings = None
 else:
-    _hypothesis_settings.register_profile("default", max_examples=DEFAULT_EXAMPLES,
-                                          deadline=None)
+    _hypothesis_settings.register_profile("dev", max_examples=DEFAULT_EXAMPLES, deadline=None)
+    _hypothesis_settings.register_profile("default", _hypothesis_settings.get_profile("dev"))
+    _hypothesis_settings.register_profile("ci", _hypothesis_settings.get_profile("dev"),
+                                          derandomize=True, database=None)
     _hypothesis_settings.register_profile("thorough", max_examples=10 * DEFAULT_EXAMPLES,
                                           deadline=None)
-    _hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+    _hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
 def examples(n):
@@ -468,10 +494,45 @@ def load_universe(*names):
         return mda.Universe(*paths)
 
 
+_SHARED_UNIVERSES = {}
+
+
+def shared_universe(*names):
+    """One Universe per set of MDAnalysisTests files for the whole session (skips like
+    :func:`load_universe`). For tests that only read it: select, run analyses, seek frames.
+    A test that changes its Universe (transformations, guessed or added attributes, a box
+    set by hand, a wrapped reader) loads its own (``fresh_adk_water``, ``fresh_adk_vacuum``,
+    :func:`load_universe`)."""
+    if names not in _SHARED_UNIVERSES:
+        _SHARED_UNIVERSES[names] = load_universe(*names)
+    return _SHARED_UNIVERSES[names]
+
+
+# The adk systems of MDAnalysisTests, loaded once: every test module that reads one asks
+# for these fixtures.
+
 @pytest.fixture(scope="session")
 def adk_water():
     """TPR/XTC: adenylate kinase in water, triclinic (rhombic dodecahedron) box."""
+    return shared_universe("TPR", "XTC")
+
+
+@pytest.fixture(scope="session")
+def adk_vacuum():
+    """PSF/DCD: adenylate kinase in vacuum, no box, no elements, 98 frames."""
+    return shared_universe("PSF", "DCD")
+
+
+@pytest.fixture
+def fresh_adk_water():
+    """TPR/XTC loaded for this test alone: for a test that changes the Universe."""
     return load_universe("TPR", "XTC")
+
+
+@pytest.fixture
+def fresh_adk_vacuum():
+    """PSF/DCD loaded for this test alone: for a test that changes the Universe."""
+    return load_universe("PSF", "DCD")
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@
 # pass means no finding. Leak checking is off: CPython keeps its allocations until exit.
 #
 #   tests/sanitize_cpu.sh                 # build + the default subset
-#   tests/sanitize_cpu.sh tests/test_x.py # build + the given pytest arguments
+#   tests/sanitize_cpu.sh tests/kernels/test_x.py # build + the given pytest arguments
 #
 # Environment: PYTHON (default: python3), SANITIZE_TARGET (default: a temporary directory;
 # the CMake build goes to SANITIZE_TARGET-build and is reused by the next run),
@@ -81,9 +81,11 @@ print(f"{got}: variants {compiled}, this CPU runs {list(m.usable_variants())}")
 # allocator's lock waits for it for ever; seen as a hang of test_parallel_blocks_identical.
 # The main suite runs those tests without ASan; the kernels they call run here serially.)
 if [ $# -eq 0 ]; then
-    set -- tests/test_kernel.py tests/test_cells.py tests/test_double_filter.py tests/test_properties.py \
-        tests/test_overflow.py tests/test_hostile.py tests/test_interrdf_s.py tests/test_kspace.py \
-        tests/test_slab.py tests/test_displacements.py \
+    set -- tests/kernels/test_kernel.py tests/kernels/test_cells.py \
+        tests/kernels/test_double_filter.py tests/kernels/test_properties.py \
+        tests/kernels/test_overflow.py tests/analysis/test_hostile.py \
+        tests/analysis/test_interrdf_s.py tests/kernels/test_kspace.py \
+        tests/analysis/test_slab.py tests/kernels/test_displacements.py \
         -k "not adk and not memprot and not past_2_32 and not parallel_ and not backends_and_blocks"
 fi
 echo "== running pytest $* under ASan/UBSan"

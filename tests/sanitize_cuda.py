@@ -18,6 +18,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
+sys.path.insert(0, os.path.join(__file__.rsplit("/", 1)[0], "gpu"))  # test_cuda*.py
 from conftest import reference_edges  # noqa: E402
 from test_cuda import BOXES, histogram, make_problem  # noqa: E402
 

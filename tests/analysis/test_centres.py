@@ -143,10 +143,10 @@ def test_mixed_sides(molecules, compound):
                                ref.sum())
 
 
-def test_adk_water_residue_centres_triclinic():
+def test_adk_water_residue_centres_triclinic(adk_water):
     """Water residues of adk (TPR/XTC, triclinic box) without the virtual site MW, whose
     bonds (O-H) make each residue whole; centres of mass against the NumPy reference."""
-    u = load_universe("TPR", "XTC")
+    u = adk_water
     water = u.select_atoms("resname SOL and not name MW")[:3 * 400]
     rdf = InterRDF(water, water, nbins=50, range=(0.0, 15.0), compound="residues",
                    center="mass", exclusion_block=(1, 1)).run(stop=4)
@@ -250,8 +250,8 @@ def test_not_connected(molecules):
         InterRDF(molecules.atoms, molecules.atoms, compound=(None, "segments"))
 
 
-def test_unbonded_virtual_site():
-    u = load_universe("TPR", "XTC")
+def test_unbonded_virtual_site(adk_water):
+    u = adk_water
     water = u.select_atoms("resname SOL")[:40]  # OW HW1 HW2 MW: MW has no bond
     with pytest.raises(ValueError, match="not connected by bonds.*not name MW.*unwrap=False"):
         InterRDF(water, water, compound="residues")

@@ -27,8 +27,6 @@ from tables import LATTICE_BOXES, OBLIQUE_BOX
 
 from mdakit_fastrdf import CylindricalRDF, LateralRDF
 
-pytestmark = pytest.mark.filterwarnings("ignore:Reader has no dt information")
-
 BOXES = {"ortho": LATTICE_BOXES["ortho"], "hexagonal": LATTICE_BOXES["hexagonal"],
          "oblique": OBLIQUE_BOX}
 TILTED = LATTICE_BOXES["tilted"]  # c out of the z axis: refused
@@ -389,7 +387,7 @@ def test_command_line(tmp_path, capsys):
     assert rc == 1 and "not both" in capsys.readouterr().err
 
 
-def test_bad_input():
+def test_bad_input(adk_water):
     u = _universe(BOXES["ortho"])
     atoms = u.atoms
     with pytest.raises(ValueError, match="zero length"):
@@ -407,7 +405,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match="vector c is tilted out of the axis"):
         CylindricalRDF(tilted.atoms, range=(0, 8.0)).run()
     with pytest.raises(ValueError, match="vector c is tilted out of the axis"):
-        CylindricalRDF(load_universe("TPR", "XTC").atoms[:10], range=(0, 8.0)).run(stop=1)
+        CylindricalRDF(adk_water.atoms[:10], range=(0, 8.0)).run(stop=1)
     with pytest.raises(ValueError, match="empty AtomGroup"):
         CylindricalRDF(atoms[[]])
     with pytest.raises(TypeError, match="atomgroup must be an MDAnalysis AtomGroup"):
@@ -473,7 +471,7 @@ def test_which_rdf_page_code_runs(tmp_path, monkeypatch):
 
     from test_docs import code_blocks, few_frames
 
-    page = Path(__file__).resolve().parents[1] / "docs" / "which_rdf.rst"
+    page = Path(__file__).resolve().parents[2] / "docs" / "which_rdf.rst"
     monkeypatch.chdir(tmp_path)
     blocks = [b for b in code_blocks(page.read_text(encoding="utf-8"), page.name)
               if b.language == "python" and "CylindricalRDF(" in b.code]

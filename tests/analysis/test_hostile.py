@@ -293,7 +293,7 @@ def test_groups_from_different_universes():
 def test_updating_atomgroups_are_refused(cls):
     """An UpdatingAtomGroup changes size between frames, which the normalisations of the
     site and species analyses do not describe: a ValueError naming the group, pointing to a
-    static group or InterRDF (which takes them: tests/test_updating.py)."""
+    static group or InterRDF (which takes them: tests/analysis/test_updating.py)."""
     u = _universe()
     upd = u.select_atoms("prop x < 8", updating=True)
     assert isinstance(upd, mda.core.groups.UpdatingAtomGroup)

@@ -20,7 +20,7 @@ import pytest
 
 from mdakit_fastrdf import InterRDF, SpeciesRDF
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_bench_sites_prints_tables_with_ratios():

@@ -43,7 +43,7 @@ from mdakit_fastrdf.analysis.kirkwood_buff import (
     weight_function,
 )
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 #: The weights of the papers, as polynomials in x = r/L (written out here, not imported).
 POLY = {

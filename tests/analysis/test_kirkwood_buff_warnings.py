@@ -123,7 +123,7 @@ def test_adk_water_default_fit_warns(adk_water):
     few = [w for w in record if "blocks=2" in str(w.message)]
     assert len(few) == 1 and few[0].filename == __file__
     # docs/kirkwood_buff.rst shows this run's output: the numbers it prints are this run's
-    doc = (Path(__file__).parents[1] / "docs" / "kirkwood_buff.rst").read_text()
+    doc = (Path(__file__).parents[2] / "docs" / "kirkwood_buff.rst").read_text()
     shown = re.search(r"\(array\(\[([\d.]+)\]\), array\(\[([\d.]+)\]\), "
                       r"array\(\[([\d.]+)\]\)", doc)
     assert shown, "the adk water example's output is missing from the docs"

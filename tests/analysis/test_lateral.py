@@ -25,8 +25,6 @@ from tables import LATTICE_BOXES
 
 from mdakit_fastrdf import LateralRDF
 
-pytestmark = pytest.mark.filterwarnings("ignore:Reader has no dt information")
-
 BOXES = LATTICE_BOXES
 
 
@@ -226,7 +224,7 @@ def test_which_rdf_page_code_runs(tmp_path, monkeypatch):
 
     from test_docs import code_blocks, few_frames
 
-    page = Path(__file__).resolve().parents[1] / "docs" / "which_rdf.rst"
+    page = Path(__file__).resolve().parents[2] / "docs" / "which_rdf.rst"
     monkeypatch.chdir(tmp_path)
     blocks = [b for b in code_blocks(page.read_text(encoding="utf-8"), page.name)
               if b.language == "python" and "LateralRDF(" in b.code]

@@ -96,7 +96,7 @@ CHILD = textwrap.dedent(
 @pytest.mark.slow  # a million atoms in a subprocess: about 18 s
 @pytest.mark.skipif(not os.path.exists("/proc/self/clear_refs"), reason="needs Linux /proc")
 def test_peak_rss_of_a_million_atoms_is_bounded():
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/: conftest.py
     paths = [here] + [p for p in sys.path if p]
     res = subprocess.run([sys.executable, "-c", CHILD, json.dumps(paths)], capture_output=True,
                          text=True, timeout=600, cwd=here)

@@ -423,12 +423,12 @@ def test_bad_normalization_mode(gas):
 # -- the docs page --------------------------------------------------------------------
 def test_normalisation_page_code_runs(tmp_path, monkeypatch):
     """docs/normalisation.rst: its Python blocks run in order (few frames, as
-    tests/test_docs.py runs the pages it lists)."""
+    tests/outputs/test_docs.py runs the pages it lists)."""
     from pathlib import Path
 
     from test_docs import code_blocks, few_frames
 
-    page = Path(__file__).resolve().parents[1] / "docs" / "normalisation.rst"
+    page = Path(__file__).resolve().parents[2] / "docs" / "normalisation.rst"
     monkeypatch.chdir(tmp_path)
     namespace = {"__name__": "__docs__"}
     blocks = [b for b in code_blocks(page.read_text(encoding="utf-8"), page.name)

@@ -5,7 +5,6 @@ closed forms, never computed by periodictable or the package."""
 
 import numpy as np
 import pytest
-from conftest import load_universe
 
 from mdakit_fastrdf.analysis import scattering as sc
 
@@ -105,12 +104,8 @@ def test_weight_errors(call, match):
         call()
 
 
-def _adk():
-    return load_universe("PSF", "DCD")  # skips where the data files were not carried
-
-
-def test_elements_missing_or_unknown_name_the_atoms():
-    u = _adk()
+def test_elements_missing_or_unknown_name_the_atoms(fresh_adk_vacuum):
+    u = fresh_adk_vacuum  # its own: elements are added to it
     with pytest.raises(ValueError, match=r"no elements.*guess_TopologyAttrs"):
         sc.atom_elements(u.atoms)
     u.add_TopologyAttr("elements", ["C"] * (len(u.atoms) - 2) + ["", "Qq"])
@@ -119,8 +114,8 @@ def test_elements_missing_or_unknown_name_the_atoms():
         sc.atom_elements(u.atoms)
 
 
-def test_species_elements_from_the_topology():
-    u = _adk()
+def test_species_elements_from_the_topology(fresh_adk_vacuum):
+    u = fresh_adk_vacuum  # its own: elements are guessed onto it
     u.guess_TopologyAttrs(to_guess=["elements"])
     groups = sc.species_groups(u.atoms, by="element")
     labels = [label for label, _ in groups]

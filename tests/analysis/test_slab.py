@@ -21,8 +21,6 @@ from tables import LATTICE_BOXES
 from mdakit_fastrdf import InterRDF, LateralRDF
 from mdakit_fastrdf.analysis.lateral import slab_shell_volumes
 
-pytestmark = pytest.mark.filterwarnings("ignore:Reader has no dt information")
-
 
 def slab_reference(pos1, pos2, dims, edges, h, axis=2, distance="lateral", same=False):
     """Float64 histogram of one frame's pairs within the slab (the module docstring): each

@@ -118,12 +118,12 @@ def test_exclude_self_equals_exclusion_block(adk_subset):
         np.testing.assert_allclose(p.rdf, ref.results.rdf, rtol=1e-13)
 
 
-def test_psf_dcd_no_box():
+def test_psf_dcd_no_box(adk_vacuum):
     """PSF/DCD: no box, no elements. Positions are used as stored; MDAnalysis's grid search
     shifts each pair's positions by that pair's minimum, its brute force does not (see the
     Notes of SpeciesRDF): brute-force partials are equal bit for bit, grid ones may move a
     pair lying within float32 rounding of an edge, and never change a partial's total."""
-    u = load_universe("PSF", "DCD")
+    u = adk_vacuum
     with pytest.raises(ValueError, match="no 'elements'.*by='type'"):
         SpeciesRDF(u.atoms)
     ag = u.select_atoms("name CA or name C or name O or name N or name CB or name SD or name NZ")

@@ -14,15 +14,12 @@ import numpy as np
 import pytest
 from conftest import (
     brute_force_counts,
-    load_universe,
     make_universe,
     random_positions_in_box,
     requires_gpu,
 )
 
 from mdakit_fastrdf import InterRDF
-
-pytestmark = pytest.mark.filterwarnings("ignore:Reader has no dt information")
 
 BOX = np.array([18.0, 19.0, 20.0, 90.0, 90.0, 90.0])
 SEL = "prop x < 9"  # about half the atoms, a different half in every frame
@@ -158,10 +155,10 @@ def test_what_cannot_be_combined_with_updating_groups():
         InterRDF(g, g, normalization_mode="finite_size")
 
 
-def test_adk_water_around_the_protein():
+def test_adk_water_around_the_protein(adk_water):
     """The use that motivates it: water oxygens within 6 Å of the protein (a different set in
     every frame of the adk trajectory) against all water oxygens."""
-    u = load_universe("TPR", "XTC")
+    u = adk_water
     g1 = u.select_atoms("name OW and around 6 protein", updating=True)
     ow = u.select_atoms("name OW")
     with warnings.catch_warnings():
@@ -179,10 +176,10 @@ def test_adk_water_around_the_protein():
 @pytest.mark.gpu
 @requires_gpu
 @pytest.mark.parametrize("precision", ["double", "single"])
-def test_gpu_gives_the_cpu_counts(precision):
+def test_gpu_gives_the_cpu_counts(precision, adk_water):
     """On the GPU (a new atom set every frame: the engine plans each frame again) the counts
     of the CPU, bit for bit, in both precisions."""
-    u = load_universe("TPR", "XTC")
+    u = adk_water
     g1 = u.select_atoms("name OW and around 6 protein", updating=True)
     ow = u.select_atoms("name OW")
     kw = dict(range=(0.0, 10.0), nbins=200, precision=precision)

@@ -19,18 +19,13 @@ import numpy as np
 import pytest
 from MDAnalysis.analysis.rdf import InterRDF as MDAInterRDF
 
-from conftest import box_widths, brute_force_counts, load_universe, reference_edges, requires_gpu
+from conftest import box_widths, brute_force_counts, reference_edges, requires_gpu, shared_universe
 
 from mdakit_fastrdf import InterRDF
 
-# single-frame PDB/GRO readers have no time step; irrelevant here
-pytestmark = pytest.mark.filterwarnings("ignore:Reader has no dt information")
-
 # ---------------------------------------------------------------------------------------
-# Universes (loaded once per session)
+# Universes (loaded once per session, shared with other modules: conftest.shared_universe)
 # ---------------------------------------------------------------------------------------
-
-_UNIVERSES = {}
 
 
 def _universe(key):
@@ -44,9 +39,7 @@ def _universe(key):
         "pdb_full": ("PDB_full",),
         "psf_dcd": ("PSF", "DCD"),
     }[key]
-    if key not in _UNIVERSES:
-        _UNIVERSES[key] = load_universe(*files)
-    return _UNIVERSES[key]
+    return shared_universe(*files)  # adk: the Universes of the adk_water/adk_vacuum fixtures
 
 
 def _sel(u, spec):

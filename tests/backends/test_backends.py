@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 import pytest
 
-from conftest import load_universe, make_universe, random_positions_in_box, requires_gpu
+from conftest import datafile, make_universe, random_positions_in_box, requires_gpu
 
 from mdakit_fastrdf import InterRDF, InterRDF_s, SpeciesRDF
 from mdakit_fastrdf.engine import (
@@ -83,16 +83,6 @@ def _assert_identical(par, ser):
     assert par.n_frames == ser.n_frames
 
 
-@pytest.fixture(scope="module")
-def adk():
-    return load_universe("TPR", "XTC")
-
-
-@pytest.fixture(scope="module")
-def psf_dcd():
-    return load_universe("PSF", "DCD")
-
-
 def _machine_groups():
     return detect_topology().groups
 
@@ -109,20 +99,20 @@ def _standin_backend(**kw):
 
 
 @pytest.mark.parametrize("make", ANALYSES)
-def test_node_backend_identical_to_serial(adk, make):
+def test_node_backend_identical_to_serial(adk_water, make):
     """backend='node' (2 CPU workers here, many small parts) = serial, bit for bit."""
-    ser = make(adk).run()
-    par = make(adk).run(backend="node", n_workers=2)
+    ser = make(adk_water).run()
+    par = make(adk_water).run(backend="node", n_workers=2)
     _assert_identical(par, ser)
 
 
 @pytest.mark.parametrize("make", ANALYSES)
-def test_all_backends_identical_on_dcd(psf_dcd, make):
+def test_all_backends_identical_on_dcd(adk_vacuum, make):
     """serial, multiprocessing, node (object, parts of 3 frames) on PSF/DCD frames 0..29."""
-    ser = make(psf_dcd).run(stop=30)
-    mp = make(psf_dcd).run(stop=30, backend="multiprocessing", n_workers=2)
+    ser = make(adk_vacuum).run(stop=30)
+    mp = make(adk_vacuum).run(stop=30, backend="multiprocessing", n_workers=2)
     backend = NodeBackend(cpu_workers=2, part_frames=3)
-    node = make(psf_dcd).run(stop=30, backend=backend)
+    node = make(adk_vacuum).run(stop=30, backend=backend)
     _assert_identical(mp, ser)
     _assert_identical(node, ser)
     run = backend.last_run
@@ -132,14 +122,14 @@ def test_all_backends_identical_on_dcd(psf_dcd, make):
 
 
 @pytest.mark.parametrize("make", ANALYSES)
-def test_gpu_standin_workers(adk, make):
+def test_gpu_standin_workers(adk_water, make):
     """GPU workers start with spawn, each bound to its own device and pinned to its own
     core; device='auto' maps to the worker's device (here a CPU stand-in)."""
-    if make(adk)._plan_device() == "cpu":
+    if make(adk_water)._plan_device() == "cpu":
         pytest.skip("this class runs on the CPU only: the backend plans no GPU workers for it")
-    ser = make(adk).run(step=2)
+    ser = make(adk_water).run(step=2)
     backend = _standin_backend()
-    par = make(adk).run(step=2, backend=backend)
+    par = make(adk_water).run(step=2, backend=backend)
     _assert_identical(par, ser)
     workers = backend.last_run["workers"]
     assert [w["device"] for w in workers] == ["cuda:0", "cuda:1"]
@@ -161,14 +151,14 @@ def test_gpu_standin_workers(adk, make):
 
 @requires_gpu
 @pytest.mark.parametrize("make", ANALYSES)
-def test_node_backend_on_real_gpus(adk, make):
+def test_node_backend_on_real_gpus(adk_water, make):
     """On a GPU machine: one spawned worker per GPU, each on its own device; single
     precision on the GPU equals the CPU bit for bit."""
-    if make(adk)._plan_device() == "cpu":
+    if make(adk_water)._plan_device() == "cpu":
         pytest.skip("this class runs on the CPU only: the backend plans no GPU workers for it")
-    ser = make(adk, device="cpu").run()
+    ser = make(adk_water, device="cpu").run()
     backend = NodeBackend(gpu_start_method="spawn")
-    par = make(adk, device="cuda").run(backend=backend)
+    par = make(adk_water, device="cuda").run(backend=backend)
     _assert_identical(par, ser)
     workers = [w for w in backend.last_run["workers"] if w["kind"] == "gpu"]
     assert workers and all(w["start_method"] == "spawn" for w in workers)
@@ -185,7 +175,7 @@ def test_node_backend_on_real_gpus(adk, make):
 
 
 @pytest.mark.parametrize("which", ["cpu", "gpu-standin"])
-def test_forkserver_workers(adk, which):
+def test_forkserver_workers(adk_water, which):
     """Workers started by a fork server (start_method / gpu_start_method='forkserver'): their
     parent is the server, not the caller, and they run (they used to exit at start-up when
     they found a parent other than the caller); identical counts."""
@@ -193,13 +183,13 @@ def test_forkserver_workers(adk, which):
         backend = NodeBackend(gpus=None, cpu_workers=2, start_method="forkserver")
     else:
         backend = _standin_backend(gpu_start_method="forkserver")
-    ser = _interrdf(adk).run(step=3)
-    par = _interrdf(adk).run(step=3, backend=backend)
+    ser = _interrdf(adk_water).run(step=3)
+    par = _interrdf(adk_water).run(step=3, backend=backend)
     _assert_identical(par, ser)
     assert {w["start_method"] for w in backend.last_run["workers"]} == {"forkserver"}
 
 
-def test_hybrid_standin_gpu_and_cpu_worker(adk):
+def test_hybrid_standin_gpu_and_cpu_worker(adk_water):
     """One GPU worker (stand-in, spawned) beside a CPU worker (forked) on the other core:
     eight parts per worker, identical counts (readers=0: the default plan gives the free
     cores to readers instead, test_feed.py)."""
@@ -211,14 +201,14 @@ def test_hybrid_standin_gpu_and_cpu_worker(adk):
                           gpu_start_method="spawn")
     assert [s.kind for s in backend.specs][:2] == ["gpu", "cpu"]
     assert backend.parts_for(100) == 8 * backend.n_workers
-    ser = _interrdf(adk).run()
-    par = _interrdf(adk).run(backend=backend)
+    ser = _interrdf(adk_water).run()
+    par = _interrdf(adk_water).run(backend=backend)
     _assert_identical(par, ser)
     assert {w["start_method"] for w in backend.last_run["workers"]} >= {"spawn", "fork"}
 
 
 @pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="Linux scheduling policies")
-def test_hybrid_fed_cpu_workers_run_at_idle_priority(adk):
+def test_hybrid_fed_cpu_workers_run_at_idle_priority(adk_water):
     """A hybrid plan with readers: the CPU workers share the readers' cores at idle
     priority (SCHED_IDLE, seen from outside their processes while the warm engine holds
     them), the GPU worker and readers at the normal one; counts identical to serial."""
@@ -226,12 +216,12 @@ def test_hybrid_fed_cpu_workers_run_at_idle_priority(adk):
     if sum(len(g.cpus) for g in groups) < 2:
         pytest.skip("needs two cores")
     topo = NodeTopology(groups, n_gpus=1, source="test", gpu_source="stand-in")
-    ser = _interrdf(adk).run(step=4)
+    ser = _interrdf(adk_water).run(step=4)
     with NodeBackend(topology=topo, _gpu_standin=True, hybrid=True, cpu_workers=1,
                      gpu_start_method="spawn") as node:
         assert [s.kind for s in node.plan("auto")].count("reader") >= 1
         assert [s.kind for s in node.specs] == ["gpu", "cpu"] and node.specs[1].idle
-        par = _interrdf(adk).run(step=4, backend=node)
+        par = _interrdf(adk_water).run(step=4, backend=node)
         _assert_identical(par, ser)
         # (a CPU worker still starting on a loaded machine, with no part of this short
         # run, sets its own policy as it starts: wait for it)
@@ -252,17 +242,17 @@ def test_hybrid_fed_cpu_workers_run_at_idle_priority(adk):
     # the readers read ahead for the GPU worker as if it were alone (the same plan
     # without CPU workers); the CPU worker beside it reads two frames ahead
     alone = NodeBackend(topology=topo, _gpu_standin=True, gpu_start_method="spawn")
-    _interrdf(adk).run(step=4, backend=alone)
+    _interrdf(adk_water).run(step=4, backend=alone)
     assert ahead == {"gpu": alone.last_run["workers"][0]["lookahead"], "cpu": 2}
     assert len(alone.last_run["readers"]) == len(node.last_run["readers"])
     assert policy == wanted
     assert readers == {os.SCHED_OTHER}
 
 
-def test_frame_selection_and_progress_bar(adk, capsys):
+def test_frame_selection_and_progress_bar(adk_water, capsys):
     """frames=[...] selects the same frames; verbose=True draws one bar over frames in
     the caller."""
-    ow = adk.select_atoms("name OW")[:400]
+    ow = adk_water.select_atoms("name OW")[:400]
     ser = InterRDF(ow, ow).run(frames=[0, 3, 4, 8])
     par = InterRDF(ow, ow).run(frames=[0, 3, 4, 8], backend="node", n_workers=2, verbose=True)
     _assert_identical(par, ser)
@@ -274,8 +264,8 @@ def test_supported_backends_listed():
     assert "node" in InterRDF.get_supported_backends()
 
 
-def test_n_workers_twice_is_an_error(adk):
-    ow = adk.select_atoms("name OW")[:100]
+def test_n_workers_twice_is_an_error(adk_water):
+    ow = adk_water.select_atoms("name OW")[:100]
     with pytest.raises(ValueError, match="n_workers specified twice"):
         # (gpus=None: on a 2-GPU machine the plan would be 2 GPU + 1 CPU = 3 workers)
         InterRDF(ow, ow).run(backend=NodeBackend(gpus=None, cpu_workers=1), n_workers=3)
@@ -329,10 +319,10 @@ class SlowFirstWorkerRDF(InterRDF):
 
 
 @pytest.mark.parametrize("standin", [False, True], ids=["fork-cpu", "spawn-gpu-standin"])
-def test_worker_exception_surfaces(adk, standin):
+def test_worker_exception_surfaces(adk_water, standin):
     """The worker's exception is raised in the caller, promptly, with the worker's
     traceback as its cause and a note naming the worker and its frames."""
-    ow = adk.select_atoms("name OW")[:300]
+    ow = adk_water.select_atoms("name OW")[:300]
     backend = _standin_backend() if standin else NodeBackend(cpu_workers=2)
     t0 = time.perf_counter()
     with pytest.raises(ValueError, match="boom at frame 3") as info:
@@ -346,12 +336,12 @@ def test_worker_exception_surfaces(adk, standin):
 
 
 @pytest.mark.parametrize("start", ["fork-cpu", "forkserver-cpu", "spawn-gpu-standin"])
-def test_killed_worker_ends_the_run(adk, start):
+def test_killed_worker_ends_the_run(adk_water, start):
     """A worker killed with SIGKILL ends the run at once with WorkerDiedError (no hang, no
     partial result) and the other workers are stopped: forked CPU workers, CPU workers from
     a fork server, and spawned GPU workers (stand-ins, the start method of real GPU
     workers)."""
-    ow = adk.select_atoms("name OW")[:300]
+    ow = adk_water.select_atoms("name OW")[:300]
     if start == "spawn-gpu-standin":
         backend = _standin_backend(part_frames=1)
     else:
@@ -367,14 +357,14 @@ def test_killed_worker_ends_the_run(adk, start):
     assert {w["start_method"] for w in backend.last_run["workers"]} == {start.split("-")[0]}
 
 
-def test_worker_killed_holding_the_progress_lock(adk):
+def test_worker_killed_holding_the_progress_lock(adk_water):
     """A worker killed while it holds the progress bars' lock (which tqdm keeps in a
     multiprocessing semaphore that forked processes share) must not leave the caller's
     next progress bar waiting for ever: each worker takes a lock of its own. The caller's
     lock exists before the workers start (its own earlier bars), as in a real session."""
     from MDAnalysis.lib.log import ProgressBar
 
-    ow = adk.select_atoms("name OW")[:200]
+    ow = adk_water.select_atoms("name OW")[:200]
     InterRDF(ow, ow).run(stop=1)  # the caller's bars and their lock exist before the fork
     backend = NodeBackend(gpus=None, cpu_workers=2, part_frames=1, start_method="fork")
     with pytest.raises(WorkerDiedError):
@@ -414,7 +404,7 @@ def _alive(pid):
 def test_ctrl_c_stops_every_worker(tmp_path):
     """SIGINT to the caller during a node run: KeyboardInterrupt in the caller and every
     worker process ends."""
-    load_universe("TPR", "XTC")
+    datafile("TPR", "XTC")  # skips where the data files were not carried
     script = textwrap.dedent(f"""
         import os, time
         import MDAnalysis as mda
@@ -486,7 +476,7 @@ _SCRIPT_HEAD = """
 def _run_script(tmp_path, body, *args, timeout=120):
     """Run a user script (`_SCRIPT_HEAD` + `body`) in a new interpreter; the result of
     :func:`subprocess.run` (a hang fails the test at `timeout` seconds)."""
-    load_universe("TPR", "XTC")
+    datafile("TPR", "XTC")  # skips where the data files were not carried
     path = tmp_path / "user_script.py"
     path.write_text(textwrap.dedent(_SCRIPT_HEAD) + textwrap.dedent(body))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
@@ -708,16 +698,16 @@ def dask_client():
 
 
 @pytest.mark.parametrize("make", ANALYSES)
-def test_dask_client_identical(adk, dask_client, make):
+def test_dask_client_identical(adk_water, dask_client, make):
     """backend='dask' with an active distributed client runs on the client's workers and
     gives the serial counts; so does an explicit DaskDistributedBackend."""
     from mdakit_fastrdf.backends import _resolve_backend
 
     assert isinstance(_resolve_backend("dask", None), DaskDistributedBackend)
-    ser = make(adk).run()
-    par = make(adk).run(backend="dask")
+    ser = make(adk_water).run()
+    par = make(adk_water).run(backend="dask")
     _assert_identical(par, ser)
-    par2 = make(adk).run(backend=DaskDistributedBackend(dask_client, threads_per_worker=1))
+    par2 = make(adk_water).run(backend=DaskDistributedBackend(dask_client, threads_per_worker=1))
     _assert_identical(par2, ser)
 
 
@@ -737,32 +727,32 @@ def dask_node_client():
 
 
 @pytest.mark.parametrize("make", ANALYSES[:3])
-def test_dask_node_engines_identical(adk, dask_node_client, make):
+def test_dask_node_engines_identical(adk_water, dask_node_client, make):
     """Each dask task a block of parts run by the dask worker's node engine (kept warm
     between tasks): the serial counts, with the node engine's workers in each dask
     worker (one block per worker here, then two)."""
-    ser = make(adk).run()
+    ser = make(adk_water).run()
     for blocks in (1, 2):
         b = DaskDistributedBackend(dask_node_client, blocks_per_worker=blocks,
                                    node_options={"gpus": None, "cpu_workers": 1})
         assert b.engine == "node"
-        par = make(adk).run(backend=b)
+        par = make(adk_water).run(backend=b)
         _assert_identical(par, ser)
     # the node engines stay in the dask workers, warm, between runs
     pids = dask_node_client.run(_node_engine_pids)
     assert all(p for p in pids.values()), pids
 
 
-def test_dask_node_engines_keep_the_universe(adk, dask_node_client):
+def test_dask_node_engines_keep_the_universe(adk_water, dask_node_client):
     """A dask run with node engines sends the node payload (the Universe apart): a dask
     worker that ran the same Universe before loads it from those it kept, unpickling
     nothing, and its node engine takes the same bytes; the counts stay the serial ones."""
-    ser = _interrdf(adk).run()
+    ser = _interrdf(adk_water).run()
     b = DaskDistributedBackend(dask_node_client, node_options={"gpus": None, "cpu_workers": 1})
     ran = []
     for _ in range(2):
         dask_node_client.run(_mark_payload_load)  # (a worker given no block keeps the mark)
-        par = _interrdf(adk).run(backend=b)
+        par = _interrdf(adk_water).run(backend=b)
         _assert_identical(par, ser)
         loads = dask_node_client.run(_last_payload_load)
         ran.append({w: v for w, v in loads.items() if v["kept"] >= 0})
@@ -800,14 +790,14 @@ def test_dask_daemonic_workers_run_parts_and_say_how_to_get_node_engines(dask_cl
         DaskDistributedBackend(dask_client, engine="parts", node_options={"topology": 1})
 
 
-def test_dask_client_progress_bar(adk, dask_client, capsys):
-    ow = adk.select_atoms("name OW")[:200]
+def test_dask_client_progress_bar(adk_water, dask_client, capsys):
+    ow = adk_water.select_atoms("name OW")[:200]
     InterRDF(ow, ow).run(backend="dask", verbose=True)
     assert "10/10" in capsys.readouterr().err
 
 
-def test_dask_client_worker_exception(adk, dask_client):
-    ow = adk.select_atoms("name OW")[:200]
+def test_dask_client_worker_exception(adk_water, dask_client):
+    ow = adk_water.select_atoms("name OW")[:200]
     with pytest.raises(ValueError, match="boom at frame 3"):
         RaisingRDF(ow, ow).run(backend="dask")
 

@@ -7,7 +7,7 @@ The integer counts are summed across workers, so every backend must return *iden
 import numpy as np
 import pytest
 
-from conftest import load_universe, make_universe, random_positions_in_box
+from conftest import datafile, make_universe, random_positions_in_box
 
 from mdakit_fastrdf import InterRDF
 
@@ -126,22 +126,19 @@ def test_multiprocessing_after_threaded_serial_run(tmp_path):
         assert np.array_equal(ser.results.count_uint64, par.results.count_uint64)
         print("OK")
     """)
-    load_universe("TPR", "XTC")  # skips when the data files are missing
+    datafile("TPR", "XTC")  # skips when the data files are missing
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          timeout=300, cwd=tmp_path, env=env)
     assert out.returncode == 0 and out.stdout.strip().endswith("OK"), out.stderr[-2000:]
 
 
-def test_serial_with_several_parts_counts_every_frame():
+def test_serial_with_several_parts_counts_every_frame(adk_water):
     """MDAnalysis's serial backend aggregates one object n_parts times (its own InterRDF
     loses frames with n_parts > 1); ours must count every frame once, as one part does."""
-    import MDAnalysis as mda
-    from MDAnalysisTests.datafiles import TPR, XTC
-
     from mdakit_fastrdf import InterRDF, SpeciesRDF
 
-    u = mda.Universe(TPR, XTC)
+    u = adk_water
     w = u.select_atoms("name OW")[:300]
     one = InterRDF(w, w, exclusion_block=(1, 1)).run(stop=5)
     for n_parts in (2, 3):
@@ -168,17 +165,14 @@ def _count_frame_reads(u):
     return reads
 
 
-def test_worker_part_reads_each_frame_once():
+def test_worker_part_reads_each_frame_once(fresh_adk_water):
     """In a worker process a part reads its frames and nothing else (MDAnalysis's iterator
     reads frame 0 again at its end, one wasted read per part); in the calling process the
     trajectory still ends on its first frame, as after any MDAnalysis analysis. Same counts
     either way."""
     import os
 
-    import MDAnalysis as mda
-    from MDAnalysisTests.datafiles import TPR, XTC
-
-    u = mda.Universe(TPR, XTC)
+    u = fresh_adk_water  # its own: its reader is wrapped below
     w = u.select_atoms("name OW")[:200]
     ser = InterRDF(w, w).run(start=2, stop=7)
     assert u.trajectory.frame == 0

@@ -5,7 +5,7 @@ Every run gives serial's counts; the same processes serve consecutive runs of on
 also of different analyses (other rows per frame, other rings); a run of another plan, a
 failed run or a worker busy with a cancelled copy at the end replace what they must; the
 block's end ends every process and leaves no file behind. GPU workers are CPU stand-ins
-here (tests/test_cuda.py and the benchmarks run real ones).
+here (tests/gpu/test_cuda.py and the benchmarks run real ones).
 """
 
 import glob

@@ -174,11 +174,11 @@ def test_projected_certification_replay(tmp_path):
     cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
     if cxx is None:
         pytest.skip("no C++ compiler")
-    here = os.path.dirname(os.path.abspath(__file__))
+    tests = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/
     exe = tmp_path / "check"
     subprocess.run([cxx, "-std=c++17", "-O2", "-ffp-contract=off", "-fno-fast-math",
-                    "-I", os.path.join(here, "..", "csrc", "include"),
-                    os.path.join(here, "check_projection_bound.cpp"), "-o", str(exe)], check=True)
+                    "-I", os.path.join(tests, "..", "csrc", "include"),
+                    os.path.join(tests, "check_projection_bound.cpp"), "-o", str(exe)], check=True)
     out = subprocess.run([str(exe), "300000"], check=True, capture_output=True, text=True).stdout
     res = {tuple(line.split()[:2]): tuple(map(int, line.split()[2:])) for line in out.splitlines()}
     for prec in ("float", "double"):
@@ -347,12 +347,12 @@ def test_adk_protein_water_cells_equal_allpairs_single(adk_water):
     assert c._engine.last_method == "cells"
 
 
-def test_box_free_cells_match_mdanalysis():
+def test_box_free_cells_match_mdanalysis(fresh_adk_vacuum):
     """A trajectory without a box (PSF/DCD of adk in vacuum has a box of zeros in some
     readers; here a box-free copy): method='cells' equals MDAnalysis with norm='density'."""
     from MDAnalysis.analysis.rdf import InterRDF as MDAInterRDF
 
-    u = mda.Universe(*datafile("PSF", "DCD"))
+    u = fresh_adk_vacuum  # its own: the box is set to None
     ca = u.select_atoms("name CA")
     heavy = u.select_atoms("not name H*")
     u.dimensions = None

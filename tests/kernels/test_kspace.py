@@ -387,18 +387,17 @@ def test_structure_factor_orthorhombic_against_freud():
     np.testing.assert_allclose(ours[1:], sf.S_k[1:], rtol=2e-4)
 
 
-def test_structure_factor_adk_water_against_freud():
+def test_structure_factor_adk_water_against_freud(adk_water):
     """One frame of the adk water oxygens (11,084 atoms, a triclinic cell): bin averages of
     |A|^2 / N over freud's vectors agree with freud's S(k) (float32 there) to 1e-4 in the
     bins below 0.7 k_max, here 0.05 < k < 1.05 / A. Above that freud 3.4 averages, in this
     cell, over a vector set that its source (as reproduced in freud_vectors) does not give
     and that changes with k_max; the orthorhombic test covers every bin."""
     freud = _freud()
-    import MDAnalysis as mda
     from MDAnalysis.lib.mdamath import triclinic_vectors
-    from MDAnalysisTests.datafiles import TPR, XTC
 
-    u = mda.Universe(TPR, XTC)
+    u = adk_water
+    u.trajectory[0]  # the first frame, wherever an earlier test left the shared Universe
     ow = u.select_atoms("name OW")
     box = triclinic_vectors(u.dimensions).astype(np.float64)
     fbox = freud.box.Box.from_matrix(box.T)

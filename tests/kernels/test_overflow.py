@@ -8,7 +8,7 @@ at a time. Three kinds of test:
   cell-list kernel (all atoms in one cell: one strip holds them all). Before the fix the strip
   was announced in one piece and the bin wrapped (4.9e9 pairs came out as 605,032,704). About
   20 s, so it runs in CI; the all-pairs twin is behind ``FASTRDF_SLOW_TESTS``
-  (tests/test_kernel.py has another).
+  (tests/kernels/test_kernel.py has another).
 * Cheap ones through a test hook: the flush limit lowered from 2^32 - 1 to a few thousand
   pairs forces hundreds of flushes within one call on every path (all pairs, cell lists with
   k = 1..3, a species with itself and two species, labels, both precisions, 1 to 3 threads);

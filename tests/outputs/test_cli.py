@@ -101,7 +101,7 @@ def test_blocks_and_backend(tmp_path, capsys):
 
 def test_unknown_backend_is_an_argument_error(tmp_path, capsys):
     # --backend takes the names run(backend=...) knows; an unknown one is an argparse error
-    # naming them (tests/test_backend_names.py)
+    # naming them (tests/backends/test_backend_names.py)
     args = FAST + ["--backend", "no-such-backend", "--n-workers", "2",
                    "-o", str(tmp_path / "rdf.csv")]
     with pytest.raises(SystemExit) as info:

@@ -9,7 +9,6 @@ import pathlib
 
 import numpy as np
 import pytest
-from conftest import load_universe
 
 import mdakit_fastrdf
 from mdakit_fastrdf.analysis.base import PairHistogramBase, PairLayout
@@ -120,7 +119,7 @@ class WidePairCount(PairCount):
     )
 
 
-def test_declared_hooks_run_a_two_group_command(tmp_path, capsys):
+def test_declared_hooks_run_a_two_group_command(tmp_path, capsys, adk_water):
     from mdakit_fastrdf import load
 
     out = tmp_path / "p.npz"
@@ -134,7 +133,7 @@ def test_declared_hooks_run_a_two_group_command(tmp_path, capsys):
     assert (data.parameters["first"], data.parameters["second"]) == ("name OW", "name HW1")
     assert data.parameters["command"] == "mdakit-fastrdf test-pairs"
 
-    u = load_universe("TPR", "XTC")
+    u = adk_water
     direct = PairCount(u.select_atoms("name OW"), u.select_atoms("name HW1"), nbins=10).run(
         stop=2)
     np.testing.assert_array_equal(data.results.n, direct.results.n)

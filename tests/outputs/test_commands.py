@@ -60,7 +60,7 @@ class Child(NeighbourCount):
     """Inherits the parent's command declaration but declares none of its own."""
 
 
-def test_subcommand_runs_and_matches_the_class_and_mdanalysis(tmp_path, capsys):
+def test_subcommand_runs_and_matches_the_class_and_mdanalysis(tmp_path, capsys, adk_water):
     from MDAnalysis.analysis.rdf import InterRDF as MDAInterRDF
 
     from mdakit_fastrdf import load
@@ -73,7 +73,7 @@ def test_subcommand_runs_and_matches_the_class_and_mdanalysis(tmp_path, capsys):
     assert "Neighbours" in printed and "demo data" in printed
     data = load(out)
 
-    u = load_universe("TPR", "XTC")
+    u = adk_water
     ow = u.select_atoms("name OW")
     direct = NeighbourCount(ow, nbins=20, rmax=5.0).run(stop=3)
     np.testing.assert_array_equal(data.results.n, direct.results.n)
@@ -108,12 +108,12 @@ def test_subcommand_bad_input_is_a_message(tmp_path, capsys):
     assert "--output must end in" in capsys.readouterr().err
 
 
-def test_debye_subcommand_writes_its_q_tables(tmp_path, capsys):
+def test_debye_subcommand_writes_its_q_tables(tmp_path, capsys, fresh_adk_vacuum):
     """mdakit-fastrdf debye on the demo protein: the CSV's q tables (Table axis 'q') read
     back to the numbers of DebyeScattering run directly on the same frames."""
     from mdakit_fastrdf import DebyeScattering, load
 
-    u = load_universe("PSF", "DCD")  # skips where the data files were not carried
+    u = fresh_adk_vacuum  # its own: elements are guessed onto it
 
     out = tmp_path / "saxs.csv"
     rc = main(["debye", "--stop", "2", "--q", "0.05", "0.5", "10", "--no-progress",
@@ -141,7 +141,7 @@ def test_debye_subcommand_q_grid_errors(tmp_path, capsys):
     assert rc == 1 and "N must be a positive integer" in capsys.readouterr().err
 
 
-def test_sq_subcommand_writes_its_q_tables(tmp_path, capsys):
+def test_sq_subcommand_writes_its_q_tables(tmp_path, capsys, adk_water):
     """mdakit-fastrdf sq on the demo water: the CSV's q tables read back to the numbers of
     StructureFactor run directly on the same frames and options."""
     from mdakit_fastrdf import StructureFactor, load
@@ -151,7 +151,7 @@ def test_sq_subcommand_writes_its_q_tables(tmp_path, capsys):
                "--q-range", "0", "6", "--no-progress", "-o", str(out)])
     assert rc == 0, capsys.readouterr().err
     assert "Main peak" in capsys.readouterr().out
-    u = load_universe("TPR", "XTC")
+    u = adk_water
     direct = StructureFactor(u.select_atoms("name OW"), nbins=400, range=(0.0, 10.0),
                              qbins=30, q_range=(0.0, 6.0)).run(stop=2)
     data = load(out)

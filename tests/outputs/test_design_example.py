@@ -8,9 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import load_universe
-
-DESIGN = Path(__file__).resolve().parents[1] / "docs" / "design.rst"
+DESIGN = Path(__file__).resolve().parents[2] / "docs" / "design.rst"
 
 
 def _section_code():
@@ -23,7 +21,7 @@ def _section_code():
     return ["\n".join(line[3:] for line in b.splitlines()) for b in blocks]
 
 
-def test_example_runs_and_counts_as_mdanalysis(tmp_path, monkeypatch):
+def test_example_runs_and_counts_as_mdanalysis(tmp_path, monkeypatch, adk_water):
     pytest.importorskip("matplotlib")
     import matplotlib
 
@@ -44,18 +42,18 @@ def test_example_runs_and_counts_as_mdanalysis(tmp_path, monkeypatch):
     assert c.results.n_sem.shape == c.results.n.shape
 
     # reference: MDAnalysis's InterRDF of the same groups and frames, accumulated by hand
-    u = load_universe("TPR", "XTC")
+    u = adk_water
     na, ow = u.select_atoms("resname NA+"), u.select_atoms("name OW")
     ref = MDAInterRDF(na, ow, nbins=60, range=(0.0, 6.0)).run(stop=5)
     expected = np.cumsum(ref.results.count) / (5 * len(na))
     np.testing.assert_allclose(c.results.n, expected, rtol=0, atol=1e-12)
 
 
-def test_example_rejects_unknown_keywords():
+def test_example_rejects_unknown_keywords(adk_water):
     cls_code, _ = _section_code()
     ns = {}
     exec(compile(cls_code, str(DESIGN), "exec"), ns)
-    u = load_universe("TPR", "XTC")
+    u = adk_water
     na = u.select_atoms("resname NA+")
     with pytest.raises(TypeError, match="exclude_slef"):
         ns["Coordination"](na, na, exclude_slef=True)

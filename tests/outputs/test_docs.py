@@ -3,7 +3,7 @@
 Every ``.. code-block:: python`` of the pages in ``PAGES`` runs, in the order of the page
 and in one namespace per page (a block may use the names of the blocks above it, as a
 reader does), in a temporary working directory, with matplotlib's Agg backend. As in
-tests/test_readme.py, the only change made to the code is the number of frames: each
+tests/outputs/test_readme.py, the only change made to the code is the number of frames: each
 ``.run(...)`` analyses the first ``N_FRAMES`` frames of the demo trajectory.
 
 A block that cannot run everywhere carries a visible rst comment on the line before it
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 PAGES = ("quickstart.rst", "outputs.rst")
 N_FRAMES = 5  # the demo trajectory has 10; the pages use run(blocks=5)

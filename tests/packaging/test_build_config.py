@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 needs_cuda_toolchain = pytest.mark.skipif(
     not all(shutil.which(t) for t in ("cmake", "ninja", "nvcc")),

@@ -13,7 +13,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     tomllib = pytest.importorskip("tomli")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 VERSION_FILE = ROOT / "mdakit_fastrdf" / "_version.py"
 
 #: Required entries of the MDAKit registry's metadata.yaml template.

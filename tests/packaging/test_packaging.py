@@ -13,7 +13,7 @@ Where they run (docs/installation.rst, "Testing the packaging"):
 * the release wheel test (``tools/build_wheel.sh``: sdist, wheel from the sdist with CUDA
   when ``nvcc`` is found, ``auditwheel repair``; then the same fresh-venv check, which
   must list the wheel's CUDA architectures): not in CI (the CUDA build alone takes minutes
-  more), but with ``FASTRDF_WHEEL_TESTS=1 python -m pytest tests/test_packaging.py``, or
+  more), but with ``FASTRDF_WHEEL_TESTS=1 python -m pytest tests/packaging/test_packaging.py``, or
   ``FASTRDF_WHEEL=dist/<wheel>.whl`` to test a wheel already built.
 """
 
@@ -36,7 +36,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     tomllib = pytest.importorskip("tomli")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CMAKELISTS = ROOT / "CMakeLists.txt"
 PYPROJECT = ROOT / "pyproject.toml"
 RECIPE = ROOT / "recipe" / "recipe.yaml"
@@ -238,7 +238,7 @@ def hidden_compiler_env(tmp_path, venv):
     shims.mkdir()
     for name in ("cc", "gcc", "c++", "g++", "clang", "clang++", "nvcc", "cmake", "ninja"):
         shim = shims / name
-        shim.write_text("#!/bin/sh\necho \"$0: no compiler here (tests/test_packaging.py)\" >&2\n"
+        shim.write_text("#!/bin/sh\necho \"$0: no compiler here (tests/packaging/test_packaging.py)\" >&2\n"
                         "exit 1\n")
         shim.chmod(0o755)
     path = [str(venv / "bin"), str(shims)] + [
