@@ -80,6 +80,7 @@ def test_outputs_never_branch_on_an_analysis_name():
         assert "isinstance(obj, InterRDF" not in text
 
 
+@pytest.mark.slow  # a new interpreter
 def test_every_analysis_is_known_to_load_in_a_fresh_process(tmp_path):
     """load() of any analysis' file works in a new interpreter: importing the package
     registers every analysis class. The child runs outside the checkout, so that it imports

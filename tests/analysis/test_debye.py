@@ -232,6 +232,7 @@ def test_save_load_round_trip(tmp_path, suffix):
     assert data.partial("C", "H").partial.shape == (3,)
 
 
+@pytest.mark.slow  # a new interpreter
 def test_load_in_a_fresh_process(tmp_path):
     """A saved DebyeScattering file loads in a new interpreter (the class is registered when
     the package is imported); the child runs outside the checkout (see test_base.py)."""

@@ -23,6 +23,7 @@ from mdakit_fastrdf import InterRDF, SpeciesRDF
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow  # runs a benchmark script in a new interpreter
 def test_bench_sites_prints_tables_with_ratios():
     out = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "bench_sites.py"), "--small",

@@ -73,6 +73,7 @@ def test_adk_norms(adk_subset, norm):
     assert n == 21
 
 
+@pytest.mark.slow  # about 5 s
 def test_gro_types_equal_mdanalysis_exactly():
     """GRO (no elements; 7 types incl. DUMMY and NA), triclinic box, one frame."""
     u = load_universe("GRO")

@@ -401,6 +401,7 @@ def _alive(pid):
         return False
 
 
+@pytest.mark.slow  # a script in a new interpreter
 def test_ctrl_c_stops_every_worker(tmp_path):
     """SIGINT to the caller during a node run: KeyboardInterrupt in the caller and every
     worker process ends."""
@@ -494,6 +495,7 @@ _UNGUARDED = """
 """
 
 
+@pytest.mark.slow  # a script in a new interpreter
 @pytest.mark.parametrize("backend", ["node", "spawn", "forkserver", "spawn-gpu-standin"])
 def test_script_without_main_guard(tmp_path, backend):
     """A script that calls run(backend='node') at its top level, without
@@ -526,6 +528,7 @@ def test_script_without_main_guard(tmp_path, backend):
     assert time.perf_counter() - t0 < 60
 
 
+@pytest.mark.slow  # a script in a new interpreter
 def test_script_with_main_guard_runs_spawned_workers(tmp_path):
     """The same script with its work under the guard runs on spawned workers."""
     body = ("def main():\n" + textwrap.indent(textwrap.dedent(_UNGUARDED), "    ")
@@ -535,6 +538,7 @@ def test_script_with_main_guard_runs_spawned_workers(tmp_path):
     assert out.stdout.count("SCRIPT BODY __mp_main__") == 2  # imported by each worker
 
 
+@pytest.mark.slow  # a script in a new interpreter
 @pytest.mark.parametrize("backend", ["spawn", "spawn-gpu-standin", "forkserver"])
 def test_worker_dying_while_starting_ends_the_run(tmp_path, backend):
     """A worker that dies before its first part (here: the script exits when a worker

@@ -106,6 +106,7 @@ def test_unknown_parallel_backend(mem_universe):
         InterRDF(g, g).run(backend="banana", n_workers=2)
 
 
+@pytest.mark.slow  # a script in a new interpreter
 def test_multiprocessing_after_threaded_serial_run(tmp_path):
     """A script that runs on several CPU threads and then forks workers (MDAnalysis's
     'multiprocessing' backend) must not hang: the thread pool is fork-aware. (GCC's OpenMP

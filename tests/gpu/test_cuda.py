@@ -135,6 +135,7 @@ def test_exact_sqrt_false_needs_the_fast_rule_build():
     Engine("cuda", exact_sqrt=True)  # the default stays available
 
 
+@pytest.mark.slow  # a new interpreter
 def test_cli_info_has_cuda_line(tmp_path):
     out = subprocess.run([sys.executable, "-m", "mdakit_fastrdf", "--info"], capture_output=True,
                          text=True, timeout=300, cwd=tmp_path)

@@ -144,6 +144,7 @@ def test_a_driver_too_old_keeps_cudas_words(fake_cuda):
     assert _INSUFFICIENT in why and "install or update the NVIDIA driver" in why
 
 
+@pytest.mark.slow  # a new interpreter
 def test_no_driver_with_this_build(tmp_path):
     """The build installed here, where it has CUDA kernels and the machine no NVIDIA driver:
     the real runtime's error becomes "no NVIDIA driver found". In a subprocess: asking CUDA

@@ -161,6 +161,7 @@ def test_cells_blocks_on_half_lattice_ties(dims, double):
         assert own > 0 and shift > 0 and zero > 0, (k, h.last_block_images)
 
 
+@pytest.mark.slow  # compiles and runs check_projection_bound.cpp
 def test_projected_certification_replay(tmp_path):
     """The rounding margins of TriclinicBox::common_image_projected, replayed on the host:
     tests/check_projection_bound.cpp (compiled here against geometry.hpp, without FMA
@@ -319,6 +320,7 @@ def test_method_validated():
         InterRDF(u.atoms[:10], u.atoms[:10], method="fast")
 
 
+@pytest.mark.slow  # about 7 s
 def test_adk_water_cells_equal_mdanalysis_in_double(adk_water):
     """adk in water (triclinic box), OW-OW with exclusion_block=(1, 1), first frame:
     method='cells' in double precision gives MDAnalysis InterRDF's counts exactly, and

@@ -131,6 +131,7 @@ def test_amplitudes_against_numpy(box, dtype):
     assert np.all(amp[2] == 0)  # the empty species
 
 
+@pytest.mark.slow  # about 5 s
 def test_error_bound_against_extended_precision():
     """The error itself, against a reference ~2000 times more precise than float64: far
     below the bound, and as small as the float64 NumPy sum's own error."""

@@ -171,6 +171,7 @@ def test_unreadable_topology(tmp_path, capsys):
     assert "Traceback" not in err
 
 
+@pytest.mark.slow  # python -m mdakit_fastrdf in a new interpreter
 def test_python_m(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "mdakit_fastrdf", "--stop", "1", "--no-progress", "-o", "x.csv"],

@@ -46,6 +46,7 @@ def python_blocks(heading, text):
     return re.findall(r"^```python\n(.*?)^```", section.group(1), re.M | re.S)
 
 
+@pytest.mark.slow  # the README script, ours and MDAnalysis's, on the whole system: about 8 s
 def test_readme_replace_interrdf_in_a_script(tmp_path, monkeypatch):
     """The README's script runs as written, and the same script with MDAnalysis's import
     line gives the same g(r): replacing InterRDF is a one-line change."""

@@ -165,6 +165,7 @@ def sdist_names(path):
     return {n.split("/", 1)[1] for n in names if "/" in n}
 
 
+@pytest.mark.slow  # makes the sdist with python -m build in a subprocess
 def test_sdist_contains_every_build_file(sdist):
     names = sdist_names(sdist)
     assert sdist.name == f"mdakit_fastrdf-{source_version()}.tar.gz"
@@ -182,6 +183,7 @@ def test_sdist_contains_every_build_file(sdist):
     assert not built, f"the sdist holds built files: {built}"
 
 
+@pytest.mark.slow  # makes the sdist with python -m build in a subprocess
 def test_sdist_metadata(sdist):
     with tarfile.open(sdist) as tar:
         member = next(m for m in tar.getmembers() if m.name.endswith("/PKG-INFO"))
