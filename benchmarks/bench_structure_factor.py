@@ -50,7 +50,7 @@ Accuracy: max |ΔS| against each peer on the frames the peer ran (ours rerun on 
 the bins both have, for q >= 0.5 Å⁻¹; the issue's targets against freud's Direct averaged
 over the 10 frames: |ΔS| <= 0.05 for 0.5 <= q <= 2 Å⁻¹ and 1 % at the main peak.
 freud's Direct takes only a part of the reciprocal vectors with n1, n2, n3 >= 0
-(``freud_direct_vectors``; tests/test_structure_factor.py shows it in a cube and in a
+(``freud_direct_vectors``; tests/analysis/test_structure_factor.py shows it in a cube and in a
 triclinic box), so the run also reproduces freud's S(k) with our compiled amplitudes on
 exactly freud's vectors, and prints each reference's sampling error at the main peak (the
 standard error of the per-frame bin means over the frames).
@@ -83,7 +83,7 @@ ROUTES = {"transform": (None, "cosine"), "joined": ("auto", "cosine"),
 def freud_direct_vectors(box_vectors, k_max):
     """The integer n (M, 3) of the vectors freud 3.4's StaticStructureFactorDirect averages
     (num_sampled_k_points=0, k_min=0), n = 0 included (freud's first bin): the
-    reconstruction that tests/test_structure_factor.py writes from freud's source, explains
+    reconstruction that tests/analysis/test_structure_factor.py writes from freud's source, explains
     and checks against freud itself (_freud_direct_vectors), used here as it is."""
     from pathlib import Path
 

@@ -2,7 +2,7 @@
 
 The build reads it from this file (``pyproject.toml``: scikit-build-core's regex metadata
 provider), so the wheel's metadata, ``mdakit_fastrdf.__version__``, ``build_info()['version']``
-and the documentation agree. ``tests/test_metadata.py`` checks that ``CITATION.cff`` and the
+and the documentation agree. ``tests/packaging/test_metadata.py`` checks that ``CITATION.cff`` and the
 top entry of ``CHANGELOG.md`` name the same version. Versions follow Semantic Versioning
 (https://semver.org): MAJOR.MINOR.PATCH, with ``.devN`` between releases.
 """

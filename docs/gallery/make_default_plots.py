@@ -6,7 +6,7 @@ Run from the repository root (about 20 s on two cores)::
     python docs/gallery/make_default_plots.py
 
 It writes ``docs/gallery/default_*.png`` (committed, so that building the docs needs only
-Sphinx). ``tests/test_plots.py`` checks the same plots' limits, legends, titles and labels.
+Sphinx). ``tests/outputs/test_plots.py`` checks the same plots' limits, legends, titles and labels.
 """
 
 import contextlib

@@ -33,7 +33,7 @@ The arithmetic follows MDAnalysis 2.11 (``lib/_cutil.pyx:make_whole``,
   compounds in the order of their index (residue, segment, molecule or fragment index).
 
 With MDAnalysis 2.11 the centres are the same bits as ``center(..., unwrap=True)`` on every
-case of tests/test_centres.py. The triclinic minimum image differs from ``make_whole``'s
+case of tests/analysis/test_centres.py. The triclinic minimum image differs from ``make_whole``'s
 (27 images around the neighbour, no first shift) in the order of the float64 additions,
 and where bonded atoms lie more than one image apart: ``make_whole`` then leaves the bond
 broken, ``minimize_vectors`` finds the minimum image.

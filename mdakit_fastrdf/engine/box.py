@@ -58,7 +58,7 @@ def prepare_box(dimensions) -> Box:
     ``ts.volume`` (``box_volume``), both from one ``triclinic_vectors`` call in float64 (it
     computes in float64 and rounds to the dtype asked for; ``box_volume`` multiplies the
     three lengths of an orthorhombic box and the diagonal of the float64 vectors of another,
-    checked bit for bit in ``tests/test_hostile.py``). The box of the last call is kept, so a
+    checked bit for bit in ``tests/analysis/test_hostile.py``). The box of the last call is kept, so a
     trajectory whose box does not change prepares it once.
     """
     global _last_box

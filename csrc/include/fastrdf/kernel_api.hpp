@@ -172,7 +172,7 @@ Binning<T> make_binning(const FrameProblem& p, const T* edges_t) {
 // when the frame is to run all in double. A pair whose float coordinate lies further than the
 // bound from every integer 0 .. nbins gets numpy's range decision and bin for r64 from the
 // float kernel; the others are recomputed in double. Derivation: see docs/design.rst, section
-// "The float filter's bound (double precision on the CPU)"; tests/test_double_filter.py
+// "The float filter's bound (double precision on the CPU)"; tests/kernels/test_double_filter.py
 // measures the bound against a float32 replica of the kernels.
 
 // What the bound needs from the frame's atoms: N_k, a bound on every pair's image index k,
