@@ -13,7 +13,7 @@ The package is layered (see the design page of the docs):
 """
 
 from ._version import __version__
-from .analysis import (CylindricalRDF, DebyeScattering, DynamicStructureFactor, InterRDF,
+from .analysis import (ComputeOptions, CylindricalRDF, DebyeScattering, DynamicStructureFactor, InterRDF,
                        InterRDF_s, IntermediateScattering, KirkwoodBuff, LateralRDF,
                        SpeciesRDF, StructureFactor, VanHove, first_shell)
 from .backends import DaskDistributedBackend, NodeBackend
@@ -34,6 +34,7 @@ __all__ = [
     "DynamicStructureFactor",
     "VanHove",
     "first_shell",
+    "ComputeOptions",
     "NodeBackend",
     "DaskDistributedBackend",
     "RDFData",

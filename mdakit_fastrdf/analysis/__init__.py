@@ -1,5 +1,6 @@
 """The analyses: each is a thin subclass of :class:`~mdakit_fastrdf.analysis.base.PairHistogramBase`."""
 
+from .compute import ComputeOptions
 from .rdf import InterRDF
 from .shells import FirstShell, first_shell
 from .lateral import LateralRDF
@@ -13,6 +14,6 @@ from .intermediate_scattering import IntermediateScattering
 from .dynamic_structure_factor import DynamicStructureFactor
 from .van_hove import VanHove
 
-__all__ = ["CylindricalRDF", "DebyeScattering", "DynamicStructureFactor", "FirstShell",
+__all__ = ["ComputeOptions", "CylindricalRDF", "DebyeScattering", "DynamicStructureFactor", "FirstShell",
            "InterRDF", "InterRDF_s", "IntermediateScattering", "KirkwoodBuff", "LateralRDF",
            "SpeciesRDF", "StructureFactor", "VanHove", "first_shell"]

@@ -33,10 +33,6 @@ from ..engine import (
     available_cpus,
     gather_positions,
     prepare_box,
-    validate_device,
-    validate_method,
-    validate_n_threads,
-    validate_precision,
 )
 
 # the shells' maths and the blocks' and parts' merging, one file each; their names are this
@@ -61,6 +57,7 @@ from .checks import (
     check_norm,
     check_range,
 )
+from .compute import COMPUTE_KEYWORDS, ComputeOptions
 from .coords import COORDINATE_MODES, prepare_coordinates
 from .fed import FedFrames
 from .declarations import Curve, OutputSpec, output_function, register
@@ -93,6 +90,8 @@ class PairHistogramBase(ParallelAnalysisMixin, BlockAveraging, FedFrames, Analys
     outputs = OutputSpec()
     #: float64 arrays of the histograms' size the results hold (for the memory check).
     _result_arrays = 2
+    #: The compute keywords the analysis takes (:mod:`~mdakit_fastrdf.analysis.compute`).
+    compute_keywords = COMPUTE_KEYWORDS
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -101,23 +100,25 @@ class PairHistogramBase(ParallelAnalysisMixin, BlockAveraging, FedFrames, Analys
         register(cls)
 
     # -- construction -----------------------------------------------------------------
-    def _init_histograms(self, universe, nbins, range, norm, *, device="auto",
-                         precision="double", n_threads=None, method="auto", kwargs=None,
+    def _init_histograms(self, universe, nbins, range, norm, *, kwargs=None,
                          nbins_limit=check_nbins.__defaults__[0]):
         """Check and store what every analysis takes. Call it first in ``__init__`` (after
-        the checks MDAnalysis makes first, e.g. of the groups): unknown keywords are a
-        TypeError, ``norm`` is checked before ``nbins`` and ``range`` as MDAnalysis does."""
+        the checks MDAnalysis makes first, e.g. of the groups) with the keywords the
+        subclass did not name: the compute options (:attr:`compute_keywords`, or
+        ``compute=``) become :attr:`compute`, and any other unknown keyword is a TypeError;
+        ``norm`` is checked before ``nbins`` and ``range`` as MDAnalysis does."""
         kwargs = dict(kwargs or {})
+        given = {k: kwargs.pop(k) for k in (*self.compute_keywords, "compute") if k in kwargs}
         check_keywords(type(self).__name__, kwargs)
         AnalysisBase.__init__(self, universe.trajectory, **kwargs)
         self._universe = universe
         self.norm = check_norm(norm)
         self.rdf_settings = {"bins": check_nbins(nbins, limit=nbins_limit),
                              "range": check_range(range)}
-        self.device = validate_device(device)
-        self.precision = validate_precision(precision)
-        self.n_threads = validate_n_threads(n_threads)
-        self.method = validate_method(method)
+        #: how the analysis computes (:class:`~mdakit_fastrdf.analysis.compute.ComputeOptions`)
+        self.compute = ComputeOptions.take(given, type(self).__name__, self.compute_keywords)
+        self.device, self.precision = self.compute.device, self.compute.precision
+        self.n_threads, self.method = self.compute.n_threads, self.compute.method
         self._worker_threads = self.n_threads
         self._engine = None
         self._block_plan = None

@@ -269,10 +269,6 @@ class DebyeScattering(SpeciesRDF):
         range=None,
         tolerance=1e-3,
         ignore_box=False,
-        device="auto",
-        precision="double",
-        n_threads=None,
-        method="auto",
         **kwargs,
     ):
         check_atomgroup(atomgroup, "atomgroup")
@@ -331,8 +327,7 @@ class DebyeScattering(SpeciesRDF):
                 f"bin_width, or q <= {np.pi / width:.4g}")
 
         super().__init__(atomgroup, by=by, nbins=nbins, range=(0.0, rmax), norm="none",
-                         device=device, precision=precision, n_threads=n_threads,
-                         method=method, **kwargs)
+                         **kwargs)
         if not self._disjoint:
             raise ValueError("by: the species overlap; Debye's equation needs every atom in "
                              "exactly one species")

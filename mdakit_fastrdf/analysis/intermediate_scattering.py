@@ -172,6 +172,8 @@ class IntermediateScattering(CorrelationRun, PairHistogramBase):
     >>> isf.results.f_self_total[:, 0]   # F_s(q = 1/Å, t) over the lags  # doctest: +SKIP
     """
 
+    #: the amplitudes are float64 sums of one kernel: no ``precision`` or ``method``
+    compute_keywords = ("device", "n_threads")
     outputs = OutputSpec(fields=(
         Field("q", "1/Å", "shell centre |q|"),
         *LAG_FIELDS,
@@ -205,13 +207,11 @@ class IntermediateScattering(CorrelationRun, PairHistogramBase):
     )
 
     def __init__(self, atomgroup, q, lags, *, by="element", weights="number", origins=1,
-                 dq=None, self_part=True, coherent=True, device="auto", n_threads=None,
-                 **kwargs):
+                 dq=None, self_part=True, coherent=True, **kwargs):
         check_atomgroup(atomgroup, "atomgroup")
         check_static(atomgroup, "atomgroup")
         # (no distance histogram: one bin of the base's frame loop, never filled)
-        self._init_histograms(atomgroup.universe, 1, (0.0, 1.0), "none", device=device,
-                              n_threads=n_threads, kwargs=kwargs)
+        self._init_histograms(atomgroup.universe, 1, (0.0, 1.0), "none", kwargs=kwargs)
         self.atomgroup = atomgroup
         self._init_correlation(lags, origins, self_part=self_part, coherent=coherent)
         species = group_species(atomgroup, by)

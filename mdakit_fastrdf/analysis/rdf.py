@@ -94,6 +94,10 @@ class InterRDF(BoxStatistics, PairHistogramBase):
         below the box size. Both give the same counts (the distances are computed by the
         same arithmetic). ``'auto'`` (default) estimates the work of both for each frame and
         takes the cheaper one. Cell lists run on the CPU.
+    compute : ComputeOptions, optional
+        Keyword only. `device`, `precision`, `n_threads` and `method` as one
+        :class:`~mdakit_fastrdf.analysis.compute.ComputeOptions`, to build once and give to
+        several analyses (instead of the four keywords). Every analysis of the package takes it.
     normalization_mode : {'exact', 'finite_size'}, optional
         Keyword only. ``'exact'`` (default): MDAnalysis's normalisation. ``'finite_size'``
         (freud's name and factor): g(r) of a group with itself is rescaled by
@@ -284,10 +288,6 @@ class InterRDF(BoxStatistics, PairHistogramBase):
         exclude_same=None,
         backend="serial",
         *,
-        device="auto",
-        precision="double",
-        n_threads=None,
-        method="auto",
         normalization_mode="exact",
         compound=None,
         center="geometry",
@@ -305,9 +305,7 @@ class InterRDF(BoxStatistics, PairHistogramBase):
                 "The exclude_same argument to InterRDF cannot be used with exclusion_block."
             )
         check_norm(norm)
-        self._init_histograms(g1.universe, nbins, range, norm, device=device,
-                              precision=precision, n_threads=n_threads, method=method,
-                              kwargs=kwargs)
+        self._init_histograms(g1.universe, nbins, range, norm, kwargs=kwargs)
         self.g1 = g1
         self.g2 = g2
         self._set_compounds(compound, center, unwrap, exclude_same)

@@ -179,6 +179,8 @@ class InterRDF_s(BoxStatistics, PairHistogramBase):
 
     coordinates = "mdanalysis"
     _count_fields = ("count",)
+    #: no ``method``: the site histograms have one kernel
+    compute_keywords = ("device", "precision", "n_threads")
     outputs = OutputSpec(
         fields=(
             # the counts of a site pair are float64, as MDAnalysis's, written as integers
@@ -201,22 +203,19 @@ class InterRDF_s(BoxStatistics, PairHistogramBase):
         density=False,
         backend="serial",
         *,
-        device="auto",
-        precision="double",
-        n_threads=None,
         normalization_mode="exact",
         **kwargs,
     ):
         check_norm(norm)  # MDAnalysis checks norm first
         ags = self._check_ags(ags)
+        device = kwargs.get("device", getattr(kwargs.get("compute"), "device", "auto"))
         if str(device).strip().lower().startswith("cuda"):
             raise ValueError(
                 f"device={device!r}: InterRDF_s has no GPU kernel (site histograms are "
                 "dominated by writing n1 * n2 * nbins counters); use device='cpu' or "
                 "device='auto', which run it on the CPU")
         # bins are double-precision bins of any number here (their memory is checked)
-        self._init_histograms(ags[0][0].universe, nbins, range, norm, device=device,
-                              precision=precision, n_threads=n_threads, kwargs=kwargs,
+        self._init_histograms(ags[0][0].universe, nbins, range, norm, kwargs=kwargs,
                               nbins_limit=None)
         warnings.warn(
             "The `u` attribute is superflous and will be removed in MDAnalysis 3.0.0.",

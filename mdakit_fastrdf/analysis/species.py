@@ -290,17 +290,11 @@ class SpeciesRDF(BoxStatistics, PairHistogramBase):
         exclude_same=None,
         exclude_self=False,
         *,
-        device="auto",
-        precision="double",
-        n_threads=None,
-        method="auto",
         normalization_mode="exact",
         **kwargs,
     ):
         check_atomgroup(atomgroup, "atomgroup")
-        self._init_histograms(atomgroup.universe, nbins, range, norm, device=device,
-                              precision=precision, n_threads=n_threads, method=method,
-                              kwargs=kwargs)
+        self._init_histograms(atomgroup.universe, nbins, range, norm, kwargs=kwargs)
         self.atomgroup = atomgroup
         self.exclude_same = check_exclude_same(exclude_same, "SpeciesRDF")
         if not isinstance(exclude_self, (bool, np.bool_)):

@@ -296,10 +296,8 @@ class StructureFactor(SpeciesRDF):
 
     def __init__(self, atomgroup, by="element", nbins=1500, range=(0.0, 15.0), *,
                  qbins=200, q_range=(0.0, 10.0), weights="number", window="cosine",
-                 taper_width=None, q_crossover="auto", device="auto", precision="double", n_threads=None,
-                 method="auto", **kwargs):
-        super().__init__(atomgroup, by, nbins, range, "rdf", None, True, device=device,
-                         precision=precision, n_threads=n_threads, method=method, **kwargs)
+                 taper_width=None, q_crossover="auto", **kwargs):
+        super().__init__(atomgroup, by, nbins, range, "rdf", None, True, **kwargs)
         if not self._disjoint:
             raise ValueError("by: the species of a structure factor must not overlap (an atom "
                              "in two species would be counted twice)")

@@ -174,8 +174,7 @@ class VanHove(CorrelationRun, BoxStatistics, PairHistogramBase):
     )
 
     def __init__(self, g1, g2=None, *, lags, nbins=75, range=(0.0, 15.0), by=None,
-                 origins=1, self_part=True, distinct=True, device="auto", precision="double",
-                 n_threads=None, method="auto", **kwargs):
+                 origins=1, self_part=True, distinct=True, **kwargs):
         check_atomgroup(g1, "g1")
         check_static(g1, "g1")
         if g2 is not None:
@@ -183,9 +182,7 @@ class VanHove(CorrelationRun, BoxStatistics, PairHistogramBase):
             check_static(g2, "g2")
             if g2.universe is not g1.universe:
                 raise ValueError("g2 must belong to the Universe of g1")
-        self._init_histograms(g1.universe, nbins, range, "none", device=device,
-                              precision=precision, n_threads=n_threads, method=method,
-                              kwargs=kwargs)
+        self._init_histograms(g1.universe, nbins, range, "none", kwargs=kwargs)
         self._init_correlation(lags, origins, self_part=self_part, distinct=distinct)
         self.g1, self.g2, self.by = g1, (g1 if g2 is None else g2), by
         if by is None:
