@@ -19,6 +19,7 @@ from ..engine import MAX_BINS, NO_BOX, Box, prepare_box
 from .checks import check_atomgroup
 from .debye_binning import DSINC_MAX, binning_error_bound
 from .declarations import Command, Curve, Field, Option, OutputSpec, PlotAxes, Table
+from .docstrings import render_docs
 from .scattering import _check_q, sinc_transform, species_elements, species_weights
 from .species import SpeciesRDF, pair_labels, pair_suffixes
 
@@ -65,6 +66,7 @@ def _max_pair_distance(positions):
         return float(np.linalg.norm(positions.max(axis=0) - positions.min(axis=0)))
 
 
+@render_docs
 class DebyeScattering(SpeciesRDF):
     r"""Debye scattering intensity :math:`I(q)` of a finite system, from the pair-distance
     histograms of every species pair.
@@ -188,10 +190,8 @@ class DebyeScattering(SpeciesRDF):
 
     Examples
     --------
-    >>> import MDAnalysis as mda
-    >>> from MDAnalysisTests.datafiles import PSF, DCD
+    ${ADK_VACUUM}
     >>> from mdakit_fastrdf import DebyeScattering
-    >>> u = mda.Universe(PSF, DCD)
     >>> u.guess_TopologyAttrs(to_guess=["elements"])
     >>> saxs = DebyeScattering(u.atoms, q=[0.05, 0.1, 0.2]).run(stop=2)
     >>> saxs.results.intensity.shape, saxs.results.species
@@ -257,20 +257,8 @@ class DebyeScattering(SpeciesRDF):
         summary=lambda d: _summary(d),
     )
 
-    def __init__(
-        self,
-        atomgroup,
-        q=None,
-        by="element",
-        weights="xray",
-        *,
-        nbins=None,
-        bin_width=None,
-        range=None,
-        tolerance=1e-3,
-        ignore_box=False,
-        **kwargs,
-    ):
+    def __init__(self, atomgroup, q=None, by="element", weights="xray", *, nbins=None,
+                 bin_width=None, range=None, tolerance=1e-3, ignore_box=False, **kwargs):
         check_atomgroup(atomgroup, "atomgroup")
         if not isinstance(ignore_box, (bool, np.bool_)):
             raise TypeError(f"ignore_box must be True or False, got {ignore_box!r}")
@@ -378,11 +366,7 @@ class DebyeScattering(SpeciesRDF):
 
     # -- results ------------------------------------------------------------------------
     def _normalise(self, res):
-        res.species = list(self.species)
-        res.n_atoms = np.diff(self._offsets)
-        res.pairs = self._pairs.copy()
-        res.pair_labels = [(self.species[a], self.species[b]) for a, b in self._pairs]
-        res.count = res.count_uint64.astype(np.float64)
+        self._species_results(res)
         res.q = self.q.copy()
         res.weights = self._w.copy()
         n_frames = int(self.n_frames)

@@ -154,6 +154,16 @@ def histogram_fields(count_about="pairs in the bin summed over frames"):
     )
 
 
+def shell_fields(around="g2 around g1"):
+    """The running sums of a pair histogram: the cumulative pairs per frame and the running
+    coordination number (of `around`), each with a standard error from blocks."""
+    return (
+        Field("cdf", "pairs per frame", "cumulative pairs per frame", blocks=True),
+        Field("coordination", "atoms", f"running coordination number of {around}",
+              blocks=True),
+    )
+
+
 @dataclass
 class Curve:
     """One line of a plot: ``y`` over the x values of the plot's axes (:class:`PlotAxes`;

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .docstrings import render_docs
+
 #: Å³ per molecule to cm³ per mole (Avogadro's number × 10⁻²⁴).
 A3_TO_CM3_PER_MOL = 0.602214076
 #: Boltzmann's constant, J/K.
@@ -183,6 +185,7 @@ def _excess_at_samples(edges, h, density, integration):
     return np.asarray(density)[..., None] * integral, 4.0 / 3.0 * np.pi * r**3
 
 
+@render_docs
 def ganguly_van_der_vegt(edges, rdf, n_b, volume, delta=0.0, integration="histogram"):
     r"""The Ganguly–van der Vegt correction of the RDF of a closed system.
 
@@ -209,10 +212,7 @@ def ganguly_van_der_vegt(edges, rdf, n_b, volume, delta=0.0, integration="histog
 
     Parameters
     ----------
-    edges : array_like
-        Bin edges in Å, from 0.
-    rdf : array_like
-        ``(..., nbins)`` :math:`g_{ab}` in the KB convention (:func:`rdf_from_counts`).
+    ${EDGES_KB_RDF}
     n_b : float or array_like
         :math:`N_b` (broadcast against the leading axes of `rdf`).
     volume : float
@@ -251,6 +251,7 @@ def ganguly_van_der_vegt(edges, rdf, n_b, volume, delta=0.0, integration="histog
 
 
 # -- running integrals ------------------------------------------------------------------------
+@render_docs
 def kb_integral(edges, rdf, L, weight="none"):
     r"""The KB integral up to :math:`L` of a histogram RDF (constant in each bin).
 
@@ -266,10 +267,7 @@ def kb_integral(edges, rdf, L, weight="none"):
 
     Parameters
     ----------
-    edges : array_like
-        Bin edges in Å, from 0.
-    rdf : array_like
-        ``(..., nbins)`` :math:`g(r)`.
+    ${EDGES_RDF}
     L : float or array_like
         Upper limits in Å, :math:`0 < L \le r_\mathrm{max}` (the last edge). For
         ``'kruger'`` :math:`L` is the diameter of the spherical subvolume.
@@ -309,6 +307,7 @@ def kb_integral(edges, rdf, L, weight="none"):
     return out[..., 0] if scalar else out
 
 
+@render_docs
 def running_kb(edges, rdf, weight="none", integration="histogram"):
     r"""Running KB integrals :math:`G(L)` at every bin.
 
@@ -318,10 +317,7 @@ def running_kb(edges, rdf, weight="none", integration="histogram"):
 
     Parameters
     ----------
-    edges : array_like
-        Bin edges in Å, from 0.
-    rdf : array_like
-        ``(..., nbins)`` :math:`g(r)`.
+    ${EDGES_RDF}
     weight : {'none', 'kruger', 'u1', 'u2'}
         See :func:`weight_function`.
     integration : {'histogram', 'trapezoid'}

@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 from MDAnalysis.analysis.results import Results
 
+from .docstrings import render_docs
 from .checks import EXCLUDE_SAME, _user_stacklevel
 from .kb_integrals import (
     _CORRECTIONS,
@@ -232,6 +233,7 @@ def _poor_fit_message(r2, windows, fit_range, r2_threshold, labels=None, where="
             f"(fit_range=(Lmin, Lmax), or 'auto'); r2_threshold=None silences this")
 
 
+@render_docs
 def kirkwood_buff(edges, rdf, *, n_b=None, volume=None, delta=0.0, correction="gv",
                   weight="kruger", fit_range=None, integration="histogram",
                   r2_threshold=R2_THRESHOLD):
@@ -246,10 +248,7 @@ def kirkwood_buff(edges, rdf, *, n_b=None, volume=None, delta=0.0, correction="g
 
     Parameters
     ----------
-    edges : array_like
-        Bin edges in Å, from 0.
-    rdf : array_like
-        ``(..., nbins)`` :math:`g_{ab}` in the KB convention (:func:`rdf_from_counts`).
+    ${EDGES_KB_RDF}
     n_b, volume, delta :
         :math:`N_b`, the mean box volume (Å³) and :math:`\delta_{ab}` of
         :func:`ganguly_van_der_vegt` (needed for ``correction='gv'``).

@@ -36,7 +36,7 @@ import numpy as np
 from ..engine import NO_BOX, ORTHO, ORTHO_SLAB, TRICLINIC_SLAB, Box
 from .blocks import frame_sum
 from .coords import prepare_coordinates
-from .declarations import Field, OutputSpec, Table, histogram_fields
+from .declarations import Field, OutputSpec, Table, histogram_fields, shell_fields
 from .rdf import InterRDF
 from .rdf_command import LATERAL_COMMAND
 
@@ -228,10 +228,7 @@ class LateralRDF(InterRDF):
     _normal_keyword = "normal"
     _what = "lateral RDF"
     outputs = OutputSpec(
-        fields=histogram_fields() + (
-            Field("cdf", "pairs per frame", "cumulative pairs per frame", blocks=True),
-            Field("coordination", "atoms", "running coordination number of g2 around g1 "
-                  "in the plane", blocks=True),
+        fields=histogram_fields() + shell_fields("g2 around g1 in the plane") + (
             Field("n_pairs", "pairs", "N_pairs of norm='rdf'"),
             Field("area_cum", "Å^2", "summed in-plane box area of the frames"),
             Field("rho", "Å^-2", "in-plane number density N / <A> of each group",

@@ -23,7 +23,8 @@ from .checks import (
     check_normalization_mode,
     is_updating,
 )
-from .declarations import Curve, Field, OutputSpec, Table, histogram_fields
+from .declarations import Curve, Field, OutputSpec, Table, histogram_fields, shell_fields
+from .docstrings import render_docs
 from .exclusions import block_labels, check_block_sizes, check_exclusion_block, exclusion_labels
 from .rdf_command import RDF_COMMAND
 from .shells import FirstShell, first_shell, running_coordination
@@ -32,6 +33,8 @@ __all__ = ["FirstShell", "InterRDF", "first_shell"]
 
 _DISTANCE_BACKENDS = ("serial", "openmp", "distopia")
 
+
+@render_docs
 class InterRDF(BoxStatistics, PairHistogramBase):
     r"""Radial distribution function between two groups of atoms.
 
@@ -246,10 +249,8 @@ class InterRDF(BoxStatistics, PairHistogramBase):
 
     Examples
     --------
-    >>> import MDAnalysis as mda
-    >>> from MDAnalysisTests.datafiles import TPR, XTC
+    ${ADK_WATER}
     >>> from mdakit_fastrdf import InterRDF
-    >>> u = mda.Universe(TPR, XTC)
     >>> ow = u.select_atoms("name OW")
     >>> rdf = InterRDF(ow, ow, nbins=75, range=(0.0, 15.0), exclusion_block=(1, 1)).run()
     >>> rdf.results.bins.shape, rdf.results.rdf.shape
@@ -267,33 +268,17 @@ class InterRDF(BoxStatistics, PairHistogramBase):
     #: the main command of ``mdakit-fastrdf`` (:mod:`.rdf_command`)
     command = RDF_COMMAND
     outputs = OutputSpec(
-        fields=histogram_fields() + (
-            Field("cdf", "pairs per frame", "cumulative pairs per frame", blocks=True),
-            Field("coordination", "atoms", "running coordination number of g2 around g1",
-                  blocks=True),
+        fields=histogram_fields() + shell_fields() + (
             Field("n_pairs", "pairs", "N_pairs of norm='rdf'"),
         ) + BOX_FIELDS,
         tables=(Table(fields=("rdf", "count_uint64", "cdf", "coordination")),),
     )
     _result_arrays = 4
 
-    def __init__(
-        self,
-        g1,
-        g2,
-        nbins=75,
-        range=(0.0, 15.0),
-        norm="rdf",
-        exclusion_block=None,
-        exclude_same=None,
-        backend="serial",
-        *,
-        normalization_mode="exact",
-        compound=None,
-        center="geometry",
-        unwrap=True,
-        **kwargs,
-    ):
+    def __init__(self, g1, g2, nbins=75, range=(0.0, 15.0), norm="rdf",
+                 exclusion_block=None, exclude_same=None, backend="serial", *,
+                 normalization_mode="exact", compound=None, center="geometry", unwrap=True,
+                 **kwargs):
         check_atomgroup(g1, "g1", updating=True)
         check_atomgroup(g2, "g2", updating=True)
         if g1.universe is not g2.universe:

@@ -193,19 +193,8 @@ class InterRDF_s(BoxStatistics, PairHistogramBase):
     )
     _coordination_label = "frames-averaged count of the second atom within r of the first"
 
-    def __init__(
-        self,
-        u,
-        ags,
-        nbins=75,
-        range=(0.0, 15.0),
-        norm="rdf",
-        density=False,
-        backend="serial",
-        *,
-        normalization_mode="exact",
-        **kwargs,
-    ):
+    def __init__(self, u, ags, nbins=75, range=(0.0, 15.0), norm="rdf", density=False,
+                 backend="serial", *, normalization_mode="exact", **kwargs):
         check_norm(norm)  # MDAnalysis checks norm first
         ags = self._check_ags(ags)
         device = kwargs.get("device", getattr(kwargs.get("compute"), "device", "auto"))

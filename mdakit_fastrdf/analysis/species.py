@@ -24,7 +24,9 @@ from .checks import (
     check_exclude_same,
     check_normalization_mode,
 )
-from .declarations import BY_NORM, Curve, Field, OutputSpec, Table, histogram_fields
+from .declarations import (BY_NORM, Curve, Field, OutputSpec, Table, histogram_fields,
+                           shell_fields)
+from .docstrings import render_docs
 
 __all__ = ["SpeciesRDF", "group_species", "pair_index", "pair_labels", "pair_suffixes",
            "species_index"]
@@ -89,6 +91,7 @@ def group_species(atomgroup, by):
             for k, u in enumerate(uniq)]
 
 
+@render_docs
 class SpeciesRDF(BoxStatistics, PairHistogramBase):
     r"""Every partial radial distribution function of a system, in one pass per frame.
 
@@ -240,10 +243,8 @@ class SpeciesRDF(BoxStatistics, PairHistogramBase):
 
     Examples
     --------
-    >>> import MDAnalysis as mda
-    >>> from MDAnalysisTests.datafiles import TPR, XTC
+    ${ADK_WATER}
     >>> from mdakit_fastrdf import SpeciesRDF
-    >>> u = mda.Universe(TPR, XTC)
     >>> srdf = SpeciesRDF(u.atoms, by="element", nbins=75, range=(0.0, 15.0)).run(stop=2)
     >>> len(srdf.results.species), srdf.results.rdf.shape
     (7, (28, 75))
@@ -259,10 +260,7 @@ class SpeciesRDF(BoxStatistics, PairHistogramBase):
     coordinates = "wrapped"
     _result_arrays = 4
     outputs = OutputSpec(
-        fields=histogram_fields() + (
-            Field("cdf", "pairs per frame", "cumulative pairs per frame", blocks=True),
-            Field("coordination", "atoms", "running coordination number of b around a",
-                  blocks=True),
+        fields=histogram_fields() + shell_fields("b around a") + (
             Field("total_count", "pairs summed over frames", "all-atom histogram"),
             Field("total_count_uint64", "pairs summed over frames",
                   "all-atom histogram (exact)", integer=True),
@@ -280,19 +278,9 @@ class SpeciesRDF(BoxStatistics, PairHistogramBase):
     _coordination_label = "second species around an atom of the first"
 
 
-    def __init__(
-        self,
-        atomgroup,
-        by="element",
-        nbins=75,
-        range=(0.0, 15.0),
-        norm="rdf",
-        exclude_same=None,
-        exclude_self=False,
-        *,
-        normalization_mode="exact",
-        **kwargs,
-    ):
+    def __init__(self, atomgroup, by="element", nbins=75, range=(0.0, 15.0), norm="rdf",
+                 exclude_same=None, exclude_self=False, *, normalization_mode="exact",
+                 **kwargs):
         check_atomgroup(atomgroup, "atomgroup")
         self._init_histograms(atomgroup.universe, nbins, range, norm, kwargs=kwargs)
         self.atomgroup = atomgroup
@@ -370,12 +358,17 @@ class SpeciesRDF(BoxStatistics, PairHistogramBase):
             n = n - np.where(a == b, sizes[a], 0)  # N_a (N_a - 1) for a with itself
         return n.astype(np.int64)
 
-    def _normalise(self, res):
+    def _species_results(self, res):
+        """The species, their sizes and pairs, and the float counts: what every species
+        analysis reports beside its own results."""
         res.species = list(self.species)
         res.n_atoms = np.diff(self._offsets)
         res.pairs = self._pairs.copy()
         res.pair_labels = [(self.species[a], self.species[b]) for a, b in self._pairs]
         res.count = res.count_uint64.astype(np.float64)
+
+    def _normalise(self, res):
+        self._species_results(res)
         res.n_pairs = self._pair_counts()
         if np.all(res.n_pairs > 0):
             res.rdf = self._normalised(res.count, res.n_pairs)

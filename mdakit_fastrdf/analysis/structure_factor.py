@@ -21,6 +21,7 @@ import numpy as np
 from ..engine import NO_BOX, prepare_box
 from .blocks import frame_sum
 from .declarations import Curve, Field, Table
+from .docstrings import render_docs
 from .histograms import shell_volumes
 from .scattering import sinc_transform, species_elements, species_weights
 from .species import SpeciesRDF, pair_index, pair_labels, pair_suffixes, species_index
@@ -67,6 +68,7 @@ def _check_q_range(q_range, qbins):
     return lo, hi
 
 
+@render_docs
 class StructureFactor(SpeciesRDF):
     r"""Partial and total static structure factors :math:`S(q)` of a periodic system.
 
@@ -246,10 +248,8 @@ class StructureFactor(SpeciesRDF):
 
     Examples
     --------
-    >>> import MDAnalysis as mda
-    >>> from MDAnalysisTests.datafiles import TPR, XTC
+    ${ADK_WATER}
     >>> from mdakit_fastrdf import StructureFactor
-    >>> u = mda.Universe(TPR, XTC)
     >>> ow = u.select_atoms("name OW")
     >>> sf = StructureFactor(ow, range=(0.0, 12.0), nbins=1200, q_range=(0.0, 6.0),
     ...                      qbins=60, q_crossover=None).run(stop=2)

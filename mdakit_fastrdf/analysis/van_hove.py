@@ -20,17 +20,7 @@ from .boxes import BOX_FIELDS, BoxStatistics
 from .checks import check_atomgroup
 from .coords import prepare_coordinates
 from .declarations import Command, Curve, Field, Option, OutputSpec
-from .dynamics import (
-    DEMO,
-    LAG_FIELDS,
-    CorrelationRun,
-    check_lags,
-    check_static,
-    command_options,
-    origin_frames,
-    time_step,
-    unwrap_positions,
-)
+from . import dynamics
 from .exclusions import exclusion_labels
 from .histograms import normalise_counts, shell_volumes
 from .memory import available_memory_bytes
@@ -38,7 +28,7 @@ from .species import group_species
 
 __all__ = ["VanHove"]
 
-class VanHove(CorrelationRun, BoxStatistics, PairHistogramBase):
+class VanHove(dynamics.CorrelationRun, BoxStatistics, PairHistogramBase):
     r"""Self and distinct van Hove functions of atom groups, per species.
 
     The self part, over the atoms :math:`i` of species :math:`a` of `g1` and the time
@@ -147,7 +137,7 @@ class VanHove(CorrelationRun, BoxStatistics, PairHistogramBase):
 
     outputs = OutputSpec(fields=(
         Field("bins", "Å", "bin centre r"),
-        *LAG_FIELDS,
+        *dynamics.LAG_FIELDS,
         Field("n_origins", "", "time origins of each lag", integer=True),
         Field("g_self", "Å^-3", "self G_s(r, t) of each species"),
         Field("g_self_total", "Å^-3", "self G_s(r, t) of all atoms of g1"),
@@ -160,14 +150,14 @@ class VanHove(CorrelationRun, BoxStatistics, PairHistogramBase):
     command = Command(
         name="vanhove",
         help="van Hove functions: self G_s(r, t) and distinct G_d(r, t)",
-        **DEMO,
+        **dynamics.DEMO,
         options=(
             Option(("--nbins",), "nbins", {"type": int, "help": "bins (default: 75)"}),
             Option(("--range",), "range", {"nargs": 2, "type": float,
                                             "metavar": ("RMIN", "RMAX"),
                                             "help": "distance range in Å (default: 0 15)"},
                    convert=tuple),
-            *command_options(),
+            *dynamics.command_options(),
             Option(("--no-distinct",), "distinct", {"action": "store_const", "const": False,
                                                      "help": "skip the distinct part"}),
         ),
@@ -176,10 +166,10 @@ class VanHove(CorrelationRun, BoxStatistics, PairHistogramBase):
     def __init__(self, g1, g2=None, *, lags, nbins=75, range=(0.0, 15.0), by=None,
                  origins=1, self_part=True, distinct=True, **kwargs):
         check_atomgroup(g1, "g1")
-        check_static(g1, "g1")
+        dynamics.check_static(g1, "g1")
         if g2 is not None:
             check_atomgroup(g2, "g2")
-            check_static(g2, "g2")
+            dynamics.check_static(g2, "g2")
             if g2.universe is not g1.universe:
                 raise ValueError("g2 must belong to the Universe of g1")
         self._init_histograms(g1.universe, nbins, range, "none", kwargs=kwargs)
@@ -195,7 +185,7 @@ class VanHove(CorrelationRun, BoxStatistics, PairHistogramBase):
                                  "give g2=None with by, or no by with g2")
             species = group_species(g1, by)
             for label, group in species:
-                check_static(group, f"by: species {label!r}")
+                dynamics.check_static(group, f"by: species {label!r}")
             species.sort(key=lambda s: (-len(s[1]), str(s[0])))
             self.species = [label for label, _ in species]
             self._self_groups = t0_groups = t_groups = [g for _, g in species]
@@ -286,7 +276,7 @@ class VanHove(CorrelationRun, BoxStatistics, PairHistogramBase):
         origins = [self._origins(index, n_own, int(tau)) for tau in self.lags]
         if self.self_part:
             rows = np.concatenate(self._rows_of(self._self_groups)[0])
-            pos = unwrap_positions(self._kept_positions[:, rows], self._kept_dims)
+            pos = dynamics.unwrap_positions(self._kept_positions[:, rows], self._kept_dims)
             # (every lag's origins: those of lag 0 with t0 + lag held here)
             res.count_self = self._self_counts(pos, self._origins(index, n_own, 0),
                                                self._edges)
@@ -350,10 +340,10 @@ class VanHove(CorrelationRun, BoxStatistics, PairHistogramBase):
         if not np.array_equal(res.own_index[order], np.arange(n_frames)):
             raise RuntimeError("VanHove: the parts' own frames do not cover the run once")
         time, volume = res.own_time[order], res.own_volume[order]
-        lags = check_lags(self._lags_asked, n_frames)
-        step = time_step(time)
+        lags = dynamics.check_lags(self._lags_asked, n_frames)
+        step = dynamics.time_step(time)
         edges = np.asarray(res.edges, dtype=np.float64)
-        starts = [origin_frames(n_frames, tau, self.origins) for tau in lags]
+        starts = [dynamics.origin_frames(n_frames, tau, self.origins) for tau in lags]
         n_origins = np.array([len(t0) for t0 in starts], dtype=np.int64)
         out = Results(lags=lags, times=lags * step, n_origins=n_origins,
                       species=list(self.species))

@@ -94,10 +94,8 @@ class PairCount(PairHistogramBase):
         metadata=lambda args: {"first": args.first, "second": args.second},
     )
 
-    def __init__(self, g1, g2, nbins=20, rmax=5.0, *, device="auto", precision="double",
-                 **kwargs):
-        self._init_histograms(g1.universe, nbins, (0.0, rmax), "none", device=device,
-                              precision=precision, kwargs=kwargs)
+    def __init__(self, g1, g2, nbins=20, rmax=5.0, **kwargs):
+        self._init_histograms(g1.universe, nbins, (0.0, rmax), "none", kwargs=kwargs)
         self.g1, self.g2 = g1, g2
 
     def _layout(self):

@@ -41,10 +41,8 @@ class NeighbourCount(PairHistogramBase):
         summary=_summary,
     )
 
-    def __init__(self, atomgroup, nbins=30, rmax=6.0, *, device="auto", precision="double",
-                 **kwargs):
-        self._init_histograms(atomgroup.universe, nbins, (0.0, rmax), "none", device=device,
-                              precision=precision, kwargs=kwargs)
+    def __init__(self, atomgroup, nbins=30, rmax=6.0, **kwargs):
+        self._init_histograms(atomgroup.universe, nbins, (0.0, rmax), "none", kwargs=kwargs)
         self.atomgroup = atomgroup
 
     def _layout(self):
