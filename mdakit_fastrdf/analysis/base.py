@@ -184,6 +184,53 @@ class PairHistogramBase(ParallelAnalysisMixin, BlockAveraging, FedFrames, Analys
         return normalise_counts(count, self.norm, self.n_frames, self.results.edges,
                                 self.results.get("volume_cum"), n_pairs)
 
+    # -- what the base offers a subclass (read-only, set by _prepare in each worker) -------
+    @property
+    def layout(self) -> PairLayout:
+        """The species layout of this worker's run (:meth:`_layout`, taken in ``_prepare``;
+        again each frame by :meth:`_relayout` for groups that change)."""
+        return self._layout_cache
+
+    @property
+    def edges(self) -> np.ndarray:
+        """The bin edges of the histograms, float64, contiguous."""
+        return self._edges
+
+    @property
+    def rmax(self) -> float:
+        """The upper end of ``range``, Å."""
+        return self.rdf_settings["range"][1]
+
+    @property
+    def engine(self) -> Engine:
+        """This worker's :class:`~mdakit_fastrdf.engine.Engine` (made in ``_prepare``)."""
+        return self._engine
+
+    @property
+    def worker_threads(self) -> int | None:
+        """CPU threads of this worker (``n_threads``, divided among a parallel run's
+        workers), for a subclass's own compiled work."""
+        return self._worker_threads
+
+    def _relayout(self) -> PairLayout:
+        """Take :meth:`_layout` again for this frame (UpdatingAtomGroups) and grow the
+        positions' buffer to fit it."""
+        layout = self._layout_cache = self._layout()
+        layout.ix = np.ascontiguousarray(layout.ix, dtype=np.int64)
+        if len(self._buf) < len(layout.ix):
+            self._buf = np.empty((max(len(layout.ix), 2 * len(self._buf)), 3), np.float32)
+        return layout
+
+    def _histogram(self, coords, box, out=None):
+        """Add the frame's pair distances of every species pair of :attr:`layout` to `out`
+        (default: the run's counts, or the current block's), `coords` and `box` ready for
+        the kernels."""
+        layout = self._layout_cache
+        if out is None:
+            out = self._frame_out(self.results.count_uint64)
+        self._engine.accumulate(coords, layout.offsets, layout.pairs, self._edges, box,
+                                layout.labels, out)
+
     # -- engine -----------------------------------------------------------------------
     def _make_engine(self):
         """The engine of this worker (created in the worker, in ``_prepare``)."""
@@ -261,14 +308,12 @@ class PairHistogramBase(ParallelAnalysisMixin, BlockAveraging, FedFrames, Analys
 
     def _accumulate(self, coords, box):
         """One engine call for every species pair of the frame."""
-        layout = self._layout_cache
         kind = self._ts.box_kind if isinstance(self._ts, FedTimestep) else None
         if kind is None:
             box = self._prepare_rows(coords, box)
         elif kind != box.kind:  # prepared by the reader, which chose this arithmetic
             box = Box(kind, box.vectors32)
-        self._engine.accumulate(coords, layout.offsets, layout.pairs, self._edges, box,
-                                layout.labels, self._frame_out(self.results.count_uint64))
+        self._histogram(coords, box)
 
     def _get_aggregator(self):
         return parts_aggregator(self._count_fields, self._frame_rows(), self._block_lookup())

@@ -58,4 +58,5 @@ class FedFrames:
         """The rows of the current frame: a reader's (fed workers), or this process's."""
         if isinstance(self._ts, FedTimestep):
             return self._ts.rows
-        return self._take_positions(self._layout_cache.ix, self._buf)
+        ix = self._layout_cache.ix
+        return self._take_positions(ix, self._buf[:len(ix)])

@@ -319,7 +319,7 @@ class IntermediateScattering(CorrelationRun, PairHistogramBase):
             from ..engine.kspace import KSpaceEngine
 
             kdev = self.device if str(self.device).startswith("cuda") else "cpu"
-            self._kspace = KSpaceEngine(device=kdev, n_threads=self._worker_threads)
+            self._kspace = KSpaceEngine(device=kdev, n_threads=self.worker_threads)
 
     def _single_frame(self):
         ts = self._ts
@@ -330,11 +330,11 @@ class IntermediateScattering(CorrelationRun, PairHistogramBase):
                 f"the box of frame {ts.frame} ({dims}) differs from the first one "
                 f"({self._dims}): IntermediateScattering is for a constant box (NVT); the "
                 f"reciprocal vectors of a changing box are not the same vectors")
-        pos = self._take_positions(self._layout_cache.ix, self._buf)
+        pos = self._frame_positions()
         self._store_frame("frame_time", ts.time)
         self._store_frame("frame_box", dims)
         if self.coherent:
-            amp = self._kspace.amplitudes(pos, self._layout_cache.offsets, self._box,
+            amp = self._kspace.amplitudes(pos, self.layout.offsets, self._box,
                                           self._shells[0])
             self._store_frame("frame_rho_re", amp.real)
             self._store_frame("frame_rho_im", amp.imag)

@@ -320,9 +320,9 @@ class LateralRDF(InterRDF):
         w1 = area / math.sqrt(b[0] * b[0] + b[1] * b[1] + b[2] * b[2])  # width across b
         w2 = area / math.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
         tilted = c[i] != 0.0 or c[j] != 0.0
-        if tilted and self._slab_h is None and not self._rmax < height:
+        if tilted and self._slab_h is None and not self.rmax < height:
             raise ValueError(
-                f"range reaches rmax = {self._rmax:g} Å, not below the box height along the "
+                f"range reaches rmax = {self.rmax:g} Å, not below the box height along the "
                 f"{key} ({height:.6g} Å in frame {self._ts.frame}), in a box whose third "
                 f"vector is tilted out of the {key}: images of that vector could come within "
                 "range at a smaller in-plane distance. Use a smaller range")
@@ -334,9 +334,8 @@ class LateralRDF(InterRDF):
         return box
 
     def _accumulate(self, coords, box):
-        layout = self._layout_cache
-        (_, _, n1, n2), = layout.segments
-        box = prepare_coordinates("wrapped", box, coords, (n1, n2), self._rmax)
+        (_, _, n1, n2), = self.layout.segments
+        box = prepare_coordinates("wrapped", box, coords, (n1, n2), self.rmax)
         if self._slab_h is not None:
             if box.kind == NO_BOX:
                 raise ValueError(
@@ -358,8 +357,7 @@ class LateralRDF(InterRDF):
             p = coords.astype(np.float64)
             p -= np.outer(p @ self._normal, self._normal)
             coords[:] = p
-        self._engine.accumulate(coords, layout.offsets, layout.pairs, self._edges, box,
-                                layout.labels, self._frame_out(self.results.count_uint64))
+        self._histogram(coords, box)
 
     # -- normalisation ----------------------------------------------------------------
     def _mean_area(self):

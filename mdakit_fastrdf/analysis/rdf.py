@@ -429,15 +429,10 @@ class InterRDF(BoxStatistics, PairHistogramBase):
             return super()._single_frame()
         # the atoms the groups select in this frame, then the base's frame on them
         box = self._frame_box()
-        layout = self._layout_cache = self._layout()
-        layout.ix = np.ascontiguousarray(layout.ix, dtype=np.int64)
-        n = len(layout.ix)
-        if len(self._buf) < n:
-            self._buf = np.empty((max(n, 2 * len(self._buf)), 3), dtype=np.float32)
+        self._relayout()
         n1, n2 = self._n_rows
         if n1 and n2:
-            coords = self._take_positions(layout.ix, self._buf[:n])
-            self._accumulate(coords, box)
+            self._accumulate(self._frame_positions(), box)
         self._store_frame("frame_group_sizes", (n1, n2, self._n_pairs_of(n1, n2)))
         if self.norm == "rdf":
             self.results.volume_cum += self._ts.volume

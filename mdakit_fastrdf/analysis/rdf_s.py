@@ -392,10 +392,10 @@ class InterRDF_s(BoxStatistics, PairHistogramBase):
     def _accumulate(self, coords, box):
         """The site histograms of every pair of groups, each prepared as MDAnalysis would."""
         rng, nbins = self.rdf_settings["range"], self.rdf_settings["bins"]
-        for k, (start, stop, n1, n2) in enumerate(self._layout_cache.segments):
+        for k, (start, stop, n1, n2) in enumerate(self.layout.segments):
             part = coords[start:stop]
-            kbox = prepare_coordinates(self.coordinates, box, part, (n1, n2), self._rmax)
-            self._engine.accumulate_sites(part[:n1], part[n1:], rng, nbins, kbox,
+            kbox = prepare_coordinates(self.coordinates, box, part, (n1, n2), self.rmax)
+            self.engine.accumulate_sites(part[:n1], part[n1:], rng, nbins, kbox,
                                           self._frame_out(self.results.count[k], "count", k))
 
     def _normalise(self, res):

@@ -379,7 +379,7 @@ class StructureFactor(SpeciesRDF):
 
             # 'auto' -> the CPU: the same bits in every worker (see the device parameter)
             kdev = self.device if str(self.device).startswith("cuda") else "cpu"
-            self._kspace = KSpaceEngine(device=kdev, n_threads=self._worker_threads)
+            self._kspace = KSpaceEngine(device=kdev, n_threads=self.worker_threads)
 
     def _single_frame(self):
         ts = self._ts
@@ -387,8 +387,11 @@ class StructureFactor(SpeciesRDF):
             raise ValueError(_no_box_message(f"frame {ts.frame}"))
         super()._single_frame()  # (BoxStatistics checks each new box's width)
         self._store_frame("frame_volume", ts.volume)
+
+    def _accumulate(self, coords, box):
+        super()._accumulate(coords, box)  # (the positions wrapped in place first)
         if self._n_direct:
-            self._kspace_frame(self._buf, ts)
+            self._kspace_frame(coords, self._ts)
 
     def _kspace_frame(self, coords, ts):
         """The sums over the reciprocal vectors of each direct q bin of
@@ -406,7 +409,7 @@ class StructureFactor(SpeciesRDF):
             ib = ib[keep]
             self._kvectors = (key, n, ib, np.bincount(ib, minlength=self._n_direct))
         _, n, ib, count = self._kvectors
-        amp = self._kspace.amplitudes(coords, self._layout_cache.offsets, box, n)
+        amp = self._kspace.amplitudes(coords, self.layout.offsets, box, n)
         sums = np.zeros((len(self._pairs), self._n_direct))
         for k, (a, b) in enumerate(self._pairs):
             re = amp[a].real * amp[b].real + amp[a].imag * amp[b].imag

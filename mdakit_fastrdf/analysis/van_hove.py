@@ -239,7 +239,7 @@ class VanHove(dynamics.CorrelationRun, BoxStatistics, PairHistogramBase):
             raise ValueError(f"frame {ts.frame} has no periodic box: VanHove needs one in "
                              f"every frame")
         i = self._frame_index
-        self._take_positions(self._layout_cache.ix, self._kept_positions[i])
+        self._take_positions(self.layout.ix, self._kept_positions[i])
         self._kept_dims[i] = ts.dimensions
         self._kept_volume[i] = ts.volume
         self._kept_time[i] = ts.time
@@ -279,7 +279,7 @@ class VanHove(dynamics.CorrelationRun, BoxStatistics, PairHistogramBase):
             pos = dynamics.unwrap_positions(self._kept_positions[:, rows], self._kept_dims)
             # (every lag's origins: those of lag 0 with t0 + lag held here)
             res.count_self = self._self_counts(pos, self._origins(index, n_own, 0),
-                                               self._edges)
+                                               self.edges)
         if self.distinct:
             res.count_distinct = self._distinct_counts(origins)
         self._kept_positions = self._kept_dims = None
@@ -294,7 +294,7 @@ class VanHove(dynamics.CorrelationRun, BoxStatistics, PairHistogramBase):
         species_of_row = np.repeat(np.arange(len(sizes), dtype=np.int32), sizes)
         out = np.zeros((len(sizes), len(self.lags), len(edges) - 1), dtype=np.int64)
         displacement_histogram(pos, origins, self.lags, species_of_row, len(sizes), edges, out,
-                               self._worker_threads)
+                               self.worker_threads)
         return out
 
     def _distinct_pairs(self):
@@ -314,7 +314,7 @@ class VanHove(dynamics.CorrelationRun, BoxStatistics, PairHistogramBase):
         labels = exclusion_labels(self._atoms[rows0], self._atoms[rows1], False)
         pairs = self._distinct_pairs()
         sizes = (len(rows0), len(rows1))
-        counts = np.zeros((len(self.lags), len(pairs), len(self._edges) - 1),
+        counts = np.zeros((len(self.lags), len(pairs), len(self.edges) - 1),
                           dtype=np.uint64)
         pos, dims = self._kept_positions, self._kept_dims
         boxes = {}
@@ -327,11 +327,11 @@ class VanHove(dynamics.CorrelationRun, BoxStatistics, PairHistogramBase):
                     box = boxes[t0] = prepare_box(dims[t0])
                 np.take(pos[t0], rows0, axis=0, out=coords[:len(rows0)])
                 np.take(pos[t0 + tau], rows1, axis=0, out=coords[len(rows0):])
-                used = prepare_coordinates(self.coordinates, box, coords, sizes, self._rmax)
-                self._engine.accumulate(coords, offsets, pairs, self._edges, used, labels,
+                used = prepare_coordinates(self.coordinates, box, coords, sizes, self.rmax)
+                self.engine.accumulate(coords, offsets, pairs, self.edges, used, labels,
                                         out)
-        self._engine.synchronize()
-        self._device_used = self._engine.device_used
+        self.engine.synchronize()
+        self._device_used = self.engine.device_used
         return np.ascontiguousarray(counts.transpose(1, 0, 2))
 
     def _normalise(self, res):
