@@ -192,8 +192,9 @@ class PairHistogramBase(ParallelAnalysisMixin, BlockAveraging, FedFrames, Analys
         return self._layout_cache
 
     @property
-    def edges(self) -> np.ndarray:
-        """The bin edges of the histograms, float64, contiguous."""
+    def bin_edges(self) -> np.ndarray:
+        """The bin edges of the histograms, float64, contiguous (InterRDF's ``edges`` is
+        MDAnalysis's deprecated name of ``results.edges``)."""
         return self._edges
 
     @property

@@ -279,7 +279,7 @@ class VanHove(dynamics.CorrelationRun, BoxStatistics, PairHistogramBase):
             pos = dynamics.unwrap_positions(self._kept_positions[:, rows], self._kept_dims)
             # (every lag's origins: those of lag 0 with t0 + lag held here)
             res.count_self = self._self_counts(pos, self._origins(index, n_own, 0),
-                                               self.edges)
+                                               self.bin_edges)
         if self.distinct:
             res.count_distinct = self._distinct_counts(origins)
         self._kept_positions = self._kept_dims = None
@@ -314,7 +314,7 @@ class VanHove(dynamics.CorrelationRun, BoxStatistics, PairHistogramBase):
         labels = exclusion_labels(self._atoms[rows0], self._atoms[rows1], False)
         pairs = self._distinct_pairs()
         sizes = (len(rows0), len(rows1))
-        counts = np.zeros((len(self.lags), len(pairs), len(self.edges) - 1),
+        counts = np.zeros((len(self.lags), len(pairs), len(self.bin_edges) - 1),
                           dtype=np.uint64)
         pos, dims = self._kept_positions, self._kept_dims
         boxes = {}
@@ -328,7 +328,7 @@ class VanHove(dynamics.CorrelationRun, BoxStatistics, PairHistogramBase):
                 np.take(pos[t0], rows0, axis=0, out=coords[:len(rows0)])
                 np.take(pos[t0 + tau], rows1, axis=0, out=coords[len(rows0):])
                 used = prepare_coordinates(self.coordinates, box, coords, sizes, self.rmax)
-                self.engine.accumulate(coords, offsets, pairs, self.edges, used, labels,
+                self.engine.accumulate(coords, offsets, pairs, self.bin_edges, used, labels,
                                         out)
         self.engine.synchronize()
         self._device_used = self.engine.device_used
