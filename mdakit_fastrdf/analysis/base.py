@@ -25,7 +25,7 @@ import numpy as np
 from MDAnalysis.analysis.base import AnalysisBase
 
 from ..backends import ParallelAnalysisMixin, _private_progress_lock
-from ..backends.frames import FedTimestep, PartCancelled, WorkerFrames, frame_source
+from ..backends.frames import FedTimestep, PartCancelled
 from ..engine import (
     NO_BOX,
     Box,
@@ -65,13 +65,15 @@ from .histograms import _bin_edges, histogram_edges, normalise_counts, shell_vol
 from .layout import PairLayout
 from .memory import available_memory_bytes, check_histogram_memory  # noqa: F401
 from .parameters import run_parameters
+from .parts import RunParts
 from .results import _Results
 
 __all__ = ["PairHistogramBase", "PairLayout", "block_plan", "block_sem", "frame_sum",
            "histogram_edges", "normalise_counts", "shell_volumes"]
 
 
-class PairHistogramBase(ParallelAnalysisMixin, BlockAveraging, FedFrames, AnalysisBase):
+class PairHistogramBase(RunParts, ParallelAnalysisMixin, BlockAveraging, FedFrames,
+                        AnalysisBase):
     r"""Base of the package's analyses: per-species-pair distance histograms of each frame,
     accumulated as exact integers and normalised once at the end.
 
@@ -146,18 +148,6 @@ class PairHistogramBase(ParallelAnalysisMixin, BlockAveraging, FedFrames, Analys
         the whole run, or of one block, in frame order (sum them with :func:`frame_sum`).
         Default: none."""
         return {}
-
-    def _halo(self) -> int:
-        """Frames each part of a parallel run reads beyond its own (default 0). A time
-        correlation gives its longest lag: every part then also holds the frames its own
-        time origins reach (:meth:`_setup_computation_groups`), and :meth:`_finish_part`
-        computes what its own frames start."""
-        return 0
-
-    def _finish_part(self, index, n_own):
-        """Called in the worker at the end of a part's frames (after the frame loop), with
-        `index` (the positions in the run of the part's frames, its halo's last) and
-        `n_own`, the number of its own frames. Default: nothing."""
 
     def _store_frame(self, name, value):
         """Store the current frame's row of per-frame result `name` (see
@@ -390,17 +380,6 @@ class PairHistogramBase(ParallelAnalysisMixin, BlockAveraging, FedFrames, Analys
             self._conclude_blocks()
         return self
 
-    def _prepare_sliced_trajectory(self, slicer):
-        super()._prepare_sliced_trajectory(slicer)
-        # In a worker process (multiprocessing, dask processes, the node backend) iterate
-        # without the closing rewind; in the process that called run() keep MDAnalysis's
-        # behaviour (the trajectory ends on its first frame).
-        if (isinstance(slicer, np.ndarray)
-                and os.getpid() != getattr(self, "_run_pid", os.getpid())):
-            feed = frame_source()  # (a worker fed by readers: the backend's)
-            self._sliced_trajectory = (WorkerFrames(self._trajectory, slicer) if feed is None
-                                       else feed.frames(self, slicer))
-
     def _compute(self, indexed_frames, verbose=None, *, progressbar_kwargs=None):
         if os.getpid() != getattr(self, "_run_pid", os.getpid()):
             _private_progress_lock()  # a worker process: see the function
@@ -429,31 +408,6 @@ class PairHistogramBase(ParallelAnalysisMixin, BlockAveraging, FedFrames, Analys
         # a halo's frames are the next part's: this part reports its own frames only
         self.frames, self.times = self.frames[:n_own], self.times[:n_own]
         return self
-
-    def _setup_computation_groups(self, n_parts, start=None, stop=None, step=None,
-                                  frames=None):
-        """The parts of the run (the parallel backends' split); with a :meth:`_halo`, each
-        but the last followed by the next ``halo`` frames of the run, and parts of fewer
-        than twice the halo's frames merged (a halo is read twice). ``_own_frames`` maps a
-        part's first position in the run to its own frames."""
-        groups = super()._setup_computation_groups(n_parts, start=start, stop=stop,
-                                                   step=step, frames=frames)
-        self._own_frames = {}
-        halo = int(self._halo())
-        if len(groups) <= 1 or halo == 0:
-            return groups
-        whole = np.concatenate(groups)  # (rows: the run's positions 0, 1, ... in order)
-        n = max(1, min(len(groups), len(whole) // (2 * halo)))
-        if n != len(groups):
-            groups = np.array_split(whole, n)
-        out = []
-        for k, group in enumerate(groups):
-            if k + 1 < len(groups):
-                self._own_frames[int(group[0, 0])] = len(group)
-                end = int(group[-1, 0]) + 1
-                group = np.concatenate([group, whole[end:end + halo]])
-            out.append(group)
-        return out
 
     def _synchronize(self):
         if getattr(self, "_engine", None) is not None:

@@ -3,13 +3,13 @@ r"""Cylindrical radial distribution functions: the atoms of a group around an ax
 :class:`CylindricalRDF` histograms the distance of every atom of a group from an axis (a
 channel, a nanotube, a pore, the axis of a cylindrical micelle) and normalises it by
 cylindrical shells, so that atoms filling space uniformly give :math:`g = 1`. It adds no
-kernel: it is a :class:`~mdakit_fastrdf.LateralRDF` of one *axis site* (a point of the
-axis, one row of the frame's coordinate block) against the atoms, with the plane's normal
-along the axis. Dropping every position's component along the axis makes the in-plane
-distance of the site and an atom the atom's distance from the axis, and the in-plane
-minimum image of :class:`~mdakit_fastrdf.LateralRDF` makes it the distance from the
-nearest periodic image of the axis (exact for the reasons given in
-:mod:`mdakit_fastrdf.analysis.lateral`). The kernels, the parallel backends and ``blocks=``
+kernel: it histograms the pairs of one *axis site* (a point of the axis, one row of the
+frame's coordinate block) and the atoms in the plane normal to the axis, the
+:class:`~mdakit_fastrdf.analysis.plane.Plane` that :class:`~mdakit_fastrdf.LateralRDF`
+also holds. Dropping every position's component along the axis makes the in-plane distance
+of the site and an atom the atom's distance from the axis, and the in-plane minimum image
+makes it the distance from the nearest periodic image of the axis (exact for the reasons
+given in :mod:`mdakit_fastrdf.analysis.plane`). The kernels, the parallel backends and ``blocks=``
 are those of every other analysis.
 
 maicos users will know the geometry from ``DensityCylinder`` (``dim`` is `axis` here,
@@ -31,17 +31,16 @@ from .base import PairLayout
 from .blocks import frame_sum
 from .centres import CompoundCentres, compound_centres
 from .checks import check_atomgroup, is_updating
-from .declarations import Command, Field, Option, OutputSpec, Table, histogram_fields
-from .lateral import LateralRDF, ring_areas
 from .centres import needs_attribute
+from .coords import prepare_coordinates
+from .declarations import Command, Field, Option, OutputSpec, Table, histogram_fields
+from .plane import Plane, ring_areas
+from .rdf import InterRDF
 
 __all__ = ["DENSITIES", "CylindricalRDF"]
 
 #: Reference densities of ``norm='rdf'`` (:class:`CylindricalRDF`'s `density`).
 DENSITIES = ("box", "cylinder")
-#: InterRDF keywords that have no meaning for one axis against the atoms.
-_NOT_TAKEN = ("exclusion_block", "exclude_same", "compound", "normalization_mode",
-              "backend", "normal", "g1", "g2", "slab", "distance")
 
 
 def _check_origin(origin):
@@ -77,7 +76,7 @@ def _check_refgroup(refgroup, atomgroup):
     return refgroup
 
 
-class CylindricalRDF(LateralRDF):
+class CylindricalRDF(InterRDF):
     r"""Radial distribution function of the atoms of a group around an axis.
 
     The distance of each atom of `atomgroup` from an axis (along `axis`, through a point
@@ -243,8 +242,9 @@ class CylindricalRDF(LateralRDF):
                               density="cylinder").run()
     """
 
-    _normal_keyword = "axis"
-    _what = "cylindrical RDF"
+    coordinates = "wrapped"
+    #: the densities of the blocks come from _normalise, not from the box volumes
+    volume_densities = False
     #: what the running coordination number counts (the plot's second axis)
     _coordination_label = "atoms within r of the axis"
     outputs = OutputSpec(
@@ -307,12 +307,6 @@ class CylindricalRDF(LateralRDF):
     def __init__(self, atomgroup, nbins=75, range=(0.0, 15.0), norm="rdf", *, axis="z",
                  origin=None, refgroup=None, center="geometry", unwrap=False, density="box",
                  height=None, **kwargs):
-        for key in _NOT_TAKEN:
-            if key in kwargs:
-                raise TypeError(
-                    f"CylindricalRDF() got an unexpected keyword argument {key!r}: it "
-                    "histograms the distances of one group's atoms from an axis (there are "
-                    "no pairs of atoms to exclude); see help(CylindricalRDF)")
         check_atomgroup(atomgroup, "atomgroup", updating=True)
         self._origin = _check_origin(origin)
         refgroup = _check_refgroup(refgroup, atomgroup)
@@ -328,8 +322,11 @@ class CylindricalRDF(LateralRDF):
                 raise ValueError(f"height must be a positive, finite length in Å, got "
                                  f"{height!r}")
             height = float(height)
-        super().__init__(atomgroup, atomgroup, nbins=nbins, range=range, norm=norm,
-                         normal=axis, center=center, unwrap=unwrap, **kwargs)
+        plane = Plane(axis, keyword="axis")
+        self._init_pairs(atomgroup, atomgroup, nbins, range, norm, center=center,
+                         unwrap=unwrap, kwargs=kwargs)
+        #: the plane normal to the axis (:class:`~mdakit_fastrdf.analysis.plane.Plane`)
+        self.plane = plane
         if refgroup is None and (center != "geometry" or unwrap):
             raise ValueError(f"center={center!r} and unwrap={unwrap!r} choose the centre of "
                              "refgroup, and no refgroup is given")
@@ -348,7 +345,7 @@ class CylindricalRDF(LateralRDF):
             self._centres.prepare()  # a group not connected by its bonds: an error now
         self.atomgroup = atomgroup
         self.refgroup = refgroup
-        self.axis = self.normal
+        self.axis = plane.given
         self.origin = None if self._origin is None else tuple(self._origin.tolist())
         self.density = density
         self.height = height
@@ -365,13 +362,15 @@ class CylindricalRDF(LateralRDF):
                           segments=((0, n + 1, 1, n),))
 
     def _frame_rows(self):
-        return {**super()._frame_rows(), "frame_origin": (3,)}
+        return {**super()._frame_rows(), "frame_plane": (Plane.ROW,), "frame_origin": (3,)}
 
-    def _plane(self, box):
-        plane = super()._plane(box)
+    def _measure(self, box):
+        """The frame's box in the plane (``results.frame_plane``), whose third vector must
+        lie along the axis."""
+        plane = self.plane.measure(box, self._ts.frame, self.rmax)
         if box.kind != NO_BOX:
-            c = box.vectors32[self._normal]
-            if np.any(np.delete(c, self._normal) != 0):
+            c = box.vectors32[self.plane.normal]
+            if np.any(np.delete(c, self.plane.normal) != 0):
                 raise ValueError(
                     f"axis={self.axis!r}: frame {self._ts.frame}'s box vector c is tilted out "
                     f"of the axis ({c.tolist()} Å), so the periodic images of the axis along "
@@ -388,6 +387,7 @@ class CylindricalRDF(LateralRDF):
     def _frame_box(self):
         norm = self.norm
         box = super()._frame_box()
+        self._store_frame("frame_plane", self._measure(box))
         if box.kind == NO_BOX:
             if norm == "rdf" and self.density == "box":
                 raise ValueError(
@@ -441,6 +441,11 @@ class CylindricalRDF(LateralRDF):
         out[0] = self._point_now
         return out
 
+    def _accumulate(self, coords, box):
+        (_, _, n1, n2), = self.layout.segments  # (the axis site, the atoms)
+        box = prepare_coordinates("wrapped", box, coords, (n1, n2), self.rmax)
+        self._histogram(coords, self.plane.to_kernels(coords, box, self._ts.frame))
+
     # -- normalisation ----------------------------------------------------------------
     def _length(self):
         """:math:`L`: `height`, or the frames' mean box length along the axis (NaN
@@ -462,8 +467,9 @@ class CylindricalRDF(LateralRDF):
         shells = self.n_frames * ring_areas(self.results.edges)
         if self.norm == "density":
             return count / (shells * self._length())
-        if self.density == "box":  # LateralRDF's: n_k / (N_frames A_k <N> / <A>)
-            return super()._normalised(count, n_pairs)
+        if self.density == "box":  # rings of the plane: n_k / (N_frames A_k <N> / <A>)
+            return self.plane.normalised(count, n_pairs, "rdf", self.results.edges,
+                                         self.results.frame_plane, self.n_frames)
         sigma = self._shell_density(count)
         if sigma == 0:
             warnings.warn(
@@ -475,7 +481,10 @@ class CylindricalRDF(LateralRDF):
 
     def _normalise(self, res):
         super()._normalise(res)
-        res.pop("rho", None)  # (LateralRDF's in-plane densities)
+        plane = np.asarray(res.frame_plane, dtype=np.float64)
+        if len(plane) and np.all(np.isfinite(plane[:, 0])):
+            res.area_cum = float(frame_sum(plane)[0])
+        res.pop("rho", None)  # (InterRDF's densities of the groups)
         length = self._length()
         res.length = length
         if self.density == "box":
@@ -486,12 +495,12 @@ class CylindricalRDF(LateralRDF):
         if np.isfinite(rho):
             res.rho = float(rho)
 
+    def _half_width_message(self):
+        return self.plane.half_width_message(self.results.get("frame_plane"), self.rmax,
+                                             "cylindrical RDF")
+
     def _output_parameters(self):
-        params = super()._output_parameters()
-        for key in ("normal", "n_atoms2", "exclusion_block", "exclude_same",
-                    "normalization_mode"):
-            params.pop(key, None)
-        return params | {
+        return {
             "axis": self.axis, "origin": None if self.origin is None else list(self.origin),
             "refgroup_n_atoms": None if self.refgroup is None else len(self.refgroup),
             "center": self.center, "unwrap": self.unwrap, "density": self.density,

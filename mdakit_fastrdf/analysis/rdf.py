@@ -279,6 +279,17 @@ class InterRDF(BoxStatistics, PairHistogramBase):
                  exclusion_block=None, exclude_same=None, backend="serial", *,
                  normalization_mode="exact", compound=None, center="geometry", unwrap=True,
                  **kwargs):
+        self._init_pairs(g1, g2, nbins, range, norm, exclusion_block=exclusion_block,
+                         exclude_same=exclude_same, backend=backend,
+                         normalization_mode=normalization_mode, compound=compound,
+                         center=center, unwrap=unwrap, kwargs=kwargs)
+
+    def _init_pairs(self, g1, g2, nbins, range, norm, *, exclusion_block=None,
+                    exclude_same=None, backend="serial", normalization_mode="exact",
+                    compound=None, center="geometry", unwrap=True, kwargs=None):
+        """Check and store what the pair RDFs take (InterRDF's parameters); `kwargs` are
+        the keywords the caller did not name (:meth:`_init_histograms`). A class on
+        InterRDF's pairs with fewer parameters calls this with its own."""
         check_atomgroup(g1, "g1", updating=True)
         check_atomgroup(g2, "g2", updating=True)
         if g1.universe is not g2.universe:

@@ -440,7 +440,7 @@ def test_bad_input(adk_water):
         CylindricalRDF(atoms, refgroup=atoms[:3], unwrap=True)
     for key, value in (("exclusion_block", (1, 1)), ("exclude_same", "residue"),
                        ("compound", "residues"), ("normal", "z")):
-        with pytest.raises(TypeError, match=f"unexpected keyword argument '{key}'"):
+        with pytest.raises(TypeError, match=rf"unexpected keyword argument\(s\) '{key}'"):
             CylindricalRDF(atoms, **{key: value})
     with pytest.raises(TypeError, match="unexpected keyword"):
         CylindricalRDF(atoms, axes="z")
