@@ -94,6 +94,11 @@ class PairHistogramBase(RunParts, ParallelAnalysisMixin, BlockAveraging, FedFram
     _result_arrays = 2
     #: The compute keywords the analysis takes (:mod:`~mdakit_fastrdf.analysis.compute`).
     compute_keywords = COMPUTE_KEYWORDS
+    #: The geometry of the distances: None (3D distances, spherical shells) or a
+    #: :class:`~mdakit_fastrdf.analysis.plane.Plane` (distances in a plane, rings), which
+    #: measures each frame's box (``results.frame_plane``), turns the frame's rows into what
+    #: the kernels histogram, and normalises (:meth:`_normalised`).
+    geometry = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -147,7 +152,7 @@ class PairHistogramBase(RunParts, ParallelAnalysisMixin, BlockAveraging, FedFram
         of each row's frame in the run) before :meth:`_normalise`, which sees the rows of
         the whole run, or of one block, in frame order (sum them with :func:`frame_sum`).
         Default: none."""
-        return {}
+        return {} if self.geometry is None else {"frame_plane": (self.geometry.ROW,)}
 
     def _store_frame(self, name, value):
         """Store the current frame's row of per-frame result `name` (see
@@ -170,7 +175,11 @@ class PairHistogramBase(RunParts, ParallelAnalysisMixin, BlockAveraging, FedFram
         return self.outputs.block_fields
 
     def _normalised(self, count, n_pairs=1):
-        """`count` normalised by this run's ``norm`` (:func:`normalise_counts`)."""
+        """`count` normalised by this run's ``norm``: by spherical shells
+        (:func:`normalise_counts`), or as the :attr:`geometry` says."""
+        if self.geometry is not None:
+            return self.geometry.normalised(count, n_pairs, self.norm, self.results.edges,
+                                            self.results.frame_plane, self.n_frames)
         return normalise_counts(count, self.norm, self.n_frames, self.results.edges,
                                 self.results.get("volume_cum"), n_pairs)
 
@@ -294,8 +303,9 @@ class PairHistogramBase(RunParts, ParallelAnalysisMixin, BlockAveraging, FedFram
 
     def _reader_prepares(self) -> bool:
         """Whether readers may also prepare the rows (wrap them into the box): when
-        :meth:`_accumulate` is the base's, whose first step that is."""
-        return type(self)._accumulate is PairHistogramBase._accumulate
+        :meth:`_accumulate` is the base's, whose first step that is, and the distances are
+        three-dimensional."""
+        return type(self)._accumulate is PairHistogramBase._accumulate and self.geometry is None
 
     def _accumulate(self, coords, box):
         """One engine call for every species pair of the frame."""
@@ -304,6 +314,8 @@ class PairHistogramBase(RunParts, ParallelAnalysisMixin, BlockAveraging, FedFram
             box = self._prepare_rows(coords, box)
         elif kind != box.kind:  # prepared by the reader, which chose this arithmetic
             box = Box(kind, box.vectors32)
+        if self.geometry is not None:
+            box = self.geometry.to_kernels(coords, box, self._ts.frame)
         self._histogram(coords, box)
 
     def _get_aggregator(self):
@@ -484,6 +496,8 @@ class PairHistogramBase(RunParts, ParallelAnalysisMixin, BlockAveraging, FedFram
                 f"(frame {ts.frame}: dimensions={ts.dimensions}). Use norm='density' or "
                 "norm='none', or set the box (e.g. with a transformation)."
             )
+        if self.geometry is not None:
+            self._store_frame("frame_plane", self.geometry.measure(box, ts.frame, self.rmax))
         return box
 
     def _take_positions(self, ix, out):

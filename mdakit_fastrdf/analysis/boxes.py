@@ -188,6 +188,9 @@ class BoxStatistics:
     def _half_width_message(self):
         """The warning when ``range`` reaches beyond half the smallest box width, or None (a
         subclass whose distances are not three-dimensional gives its own)."""
+        if getattr(self, "geometry", None) is not None:
+            return self.geometry.half_width_message(self.results.get("frame_plane"),
+                                                    self.rdf_settings["range"][1])
         return half_width_message(self.rdf_settings["range"][1],
                                   self.results.get("min_box_widths", np.inf),
                                   self._is_triclinic())

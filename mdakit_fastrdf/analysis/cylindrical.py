@@ -32,7 +32,6 @@ from .blocks import frame_sum
 from .centres import CompoundCentres, compound_centres
 from .checks import check_atomgroup, is_updating
 from .centres import needs_attribute
-from .coords import prepare_coordinates
 from .declarations import Command, Field, Option, OutputSpec, Table, histogram_fields
 from .plane import Plane, ring_areas
 from .rdf import InterRDF
@@ -322,11 +321,12 @@ class CylindricalRDF(InterRDF):
                 raise ValueError(f"height must be a positive, finite length in Å, got "
                                  f"{height!r}")
             height = float(height)
-        plane = Plane(axis, keyword="axis")
+        plane = Plane(axis, keyword="axis", what="cylindrical RDF", line=True)
         self._init_pairs(atomgroup, atomgroup, nbins, range, norm, center=center,
                          unwrap=unwrap, kwargs=kwargs)
-        #: the plane normal to the axis (:class:`~mdakit_fastrdf.analysis.plane.Plane`)
-        self.plane = plane
+        #: the plane normal to the axis (:class:`~mdakit_fastrdf.analysis.plane.Plane`),
+        #: the geometry the base histograms in
+        self.geometry = plane
         if refgroup is None and (center != "geometry" or unwrap):
             raise ValueError(f"center={center!r} and unwrap={unwrap!r} choose the centre of "
                              "refgroup, and no refgroup is given")
@@ -362,22 +362,7 @@ class CylindricalRDF(InterRDF):
                           segments=((0, n + 1, 1, n),))
 
     def _frame_rows(self):
-        return {**super()._frame_rows(), "frame_plane": (Plane.ROW,), "frame_origin": (3,)}
-
-    def _measure(self, box):
-        """The frame's box in the plane (``results.frame_plane``), whose third vector must
-        lie along the axis."""
-        plane = self.plane.measure(box, self._ts.frame, self.rmax)
-        if box.kind != NO_BOX:
-            c = box.vectors32[self.plane.normal]
-            if np.any(np.delete(c, self.plane.normal) != 0):
-                raise ValueError(
-                    f"axis={self.axis!r}: frame {self._ts.frame}'s box vector c is tilted out "
-                    f"of the axis ({c.tolist()} Å), so the periodic images of the axis along "
-                    "c are not on it but beside it, and the distance from the nearest image "
-                    "of the axis is not defined. Use a box whose third vector lies along the "
-                    "axis (orthorhombic, hexagonal or any box with alpha = beta = 90°)")
-        return plane
+        return {**super()._frame_rows(), "frame_origin": (3,)}
 
     def _needs_box_volume(self):
         # g needs no box with density='cylinder'; what the box is needed for is checked in
@@ -387,7 +372,6 @@ class CylindricalRDF(InterRDF):
     def _frame_box(self):
         norm = self.norm
         box = super()._frame_box()
-        self._store_frame("frame_plane", self._measure(box))
         if box.kind == NO_BOX:
             if norm == "rdf" and self.density == "box":
                 raise ValueError(
@@ -441,11 +425,6 @@ class CylindricalRDF(InterRDF):
         out[0] = self._point_now
         return out
 
-    def _accumulate(self, coords, box):
-        (_, _, n1, n2), = self.layout.segments  # (the axis site, the atoms)
-        box = prepare_coordinates("wrapped", box, coords, (n1, n2), self.rmax)
-        self._histogram(coords, self.plane.to_kernels(coords, box, self._ts.frame))
-
     # -- normalisation ----------------------------------------------------------------
     def _length(self):
         """:math:`L`: `height`, or the frames' mean box length along the axis (NaN
@@ -468,8 +447,7 @@ class CylindricalRDF(InterRDF):
         if self.norm == "density":
             return count / (shells * self._length())
         if self.density == "box":  # rings of the plane: n_k / (N_frames A_k <N> / <A>)
-            return self.plane.normalised(count, n_pairs, "rdf", self.results.edges,
-                                         self.results.frame_plane, self.n_frames)
+            return super()._normalised(count, n_pairs)
         sigma = self._shell_density(count)
         if sigma == 0:
             warnings.warn(
@@ -494,10 +472,6 @@ class CylindricalRDF(InterRDF):
             rho = self._shell_density(res.count) / length
         if np.isfinite(rho):
             res.rho = float(rho)
-
-    def _half_width_message(self):
-        return self.plane.half_width_message(self.results.get("frame_plane"), self.rmax,
-                                             "cylindrical RDF")
 
     def _output_parameters(self):
         return {

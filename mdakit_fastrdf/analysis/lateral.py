@@ -19,7 +19,6 @@ from __future__ import annotations
 import numpy as np
 
 from .blocks import frame_sum
-from .coords import prepare_coordinates
 from .declarations import Field, OutputSpec, Table, histogram_fields, shell_fields
 from .plane import SLAB_DISTANCES, Plane, ring_areas, slab_shell_volumes  # noqa: F401
 from .rdf import InterRDF
@@ -190,30 +189,13 @@ class LateralRDF(InterRDF):
         plane = Plane(normal, slab, distance)  # (checked before the groups)
         super().__init__(g1, g2, nbins=nbins, range=range, norm=norm,
                          exclusion_block=exclusion_block, exclude_same=exclude_same, **kwargs)
-        #: the geometry (:class:`~mdakit_fastrdf.analysis.plane.Plane`)
-        self.plane = plane
+        #: the plane (:class:`~mdakit_fastrdf.analysis.plane.Plane`): the base measures each
+        #: frame's box in it, histograms in it and normalises by its rings
+        self.geometry = plane
         self.normal, self.normal_kind = plane.given, plane.kind
         self.slab, self.distance = plane.slab, distance
 
-    # -- per frame --------------------------------------------------------------------
-    def _frame_rows(self):
-        return {**super()._frame_rows(), "frame_plane": (Plane.ROW,)}
-
-    def _frame_box(self):
-        box = super()._frame_box()
-        self._store_frame("frame_plane", self.plane.measure(box, self._ts.frame, self.rmax))
-        return box
-
-    def _accumulate(self, coords, box):
-        (_, _, n1, n2), = self.layout.segments
-        box = prepare_coordinates("wrapped", box, coords, (n1, n2), self.rmax)
-        self._histogram(coords, self.plane.to_kernels(coords, box, self._ts.frame))
-
     # -- normalisation ----------------------------------------------------------------
-    def _normalised(self, count, n_pairs=1):
-        return self.plane.normalised(count, n_pairs, self.norm, self.results.edges,
-                                     self.results.frame_plane, self.n_frames)
-
     def _normalise(self, res):
         super()._normalise(res)
         plane = np.asarray(res.frame_plane, dtype=np.float64)
@@ -223,10 +205,6 @@ class LateralRDF(InterRDF):
                 res.area_cum / self.n_frames)
         else:
             res.pop("rho", None)
-
-    def _half_width_message(self):
-        return self.plane.half_width_message(self.results.get("frame_plane"), self.rmax,
-                                             "lateral RDF")
 
     def _output_parameters(self):
         out = {**super()._output_parameters(), "normal": self.normal}

@@ -120,14 +120,21 @@ class Plane:
         What a slab's pairs are binned at.
     keyword : str
         The name the user gave the normal as (``'normal'``, ``'axis'``), for messages.
+    what : str
+        What the histogram is, for the half-width warning.
+    line : bool
+        The normal is an axis (a line of points, :class:`~mdakit_fastrdf.CylindricalRDF`):
+        the box vector **c** must lie along it, so that the lattice maps the line onto
+        itself.
     """
 
     #: one row per frame (``results.frame_plane``): area, two in-plane widths, height
     ROW = 4
 
-    def __init__(self, normal="z", slab=None, distance="lateral", keyword="normal"):
+    def __init__(self, normal="z", slab=None, distance="lateral", keyword="normal",
+                 what="lateral RDF", line=False):
         self.slab, self.slab_w = _check_slab(slab, distance)
-        self.keyword = keyword
+        self.keyword, self.what, self.line = keyword, what, line
         self.kind, self.normal = _check_normal(normal, keyword)
         #: as given: the axis letter, or the vector as a tuple of floats
         self.given = normal if isinstance(normal, str) else tuple(float(x) for x in normal)
@@ -167,6 +174,13 @@ class Plane:
         w1 = area / math.sqrt(b[0] * b[0] + b[1] * b[1] + b[2] * b[2])  # width across b
         w2 = area / math.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
         tilted = c[i] != 0.0 or c[j] != 0.0
+        if tilted and self.line:
+            raise ValueError(
+                f"{key}={self.given!r}: frame {frame}'s box vector c is tilted out of the "
+                f"{key} ({c} Å), so the periodic images of the {key} along c are not on it but "
+                f"beside it, and the distance from the nearest image of the {key} is not "
+                "defined. Use a box whose third vector lies along the axis (orthorhombic, "
+                "hexagonal or any box with alpha = beta = 90°)")
         if tilted and self.slab is None and not rmax < height:
             raise ValueError(
                 f"range reaches rmax = {rmax:g} Å, not below the box height along the {key} "
@@ -245,7 +259,7 @@ class Plane:
             factor = factor * (n_pairs / area)
         return count / factor
 
-    def half_width_message(self, rows, rmax, what):
+    def half_width_message(self, rows, rmax):
         """The warning when `rmax` passes half the smallest in-plane width of the frames'
         boxes, or None."""
         plane = np.asarray(rows if rows is not None else np.empty((0, 4)), dtype=np.float64)
@@ -259,4 +273,4 @@ class Plane:
         return (f"range reaches rmax = {rmax:g} Å, beyond half the smallest in-plane width of "
                 f"the box ({widths[axis]:.6g} Å at its smallest over the analysed frames, half "
                 f"of it {half:.6g} Å): each pair is counted once, at its in-plane "
-                f"minimum-image distance, so the {what} is complete only up to {half:.6g} Å.")
+                f"minimum-image distance, so the {self.what} is complete only up to {half:.6g} Å.")

@@ -429,7 +429,10 @@ class InterRDF(BoxStatistics, PairHistogramBase):
 
     def _frame_rows(self):
         # UpdatingAtomGroup: each frame's N_A, N_B and N_A N_B (see _n_pairs)
-        return {"frame_group_sizes": (3,)} if getattr(self, "_updating", False) else {}
+        rows = super()._frame_rows()
+        if getattr(self, "_updating", False):
+            rows["frame_group_sizes"] = (3,)
+        return rows
 
     def _can_feed(self):
         # an updating group's rows change from frame to frame: its workers read their frames
