@@ -3,15 +3,23 @@ r"""The pair-histogram base: what every analysis of the package shares.
 :class:`PairHistogramBase` owns the frame loop, the species layout (atom index, species
 offsets, species pairs, exclusion labels), the preparation of a frame's coordinates, the
 engine call, the aggregation of the counts over every parallel backend, block averaging and
-the declared result layout. An analysis supplies only
+the declared result layout. An analysis supplies its declarations (``outputs``,
+``command``, ``coordinates``, ``geometry``, ``compute_keywords``, ``part_results``) and at
+most these named hooks:
 
-* its species layout (:meth:`PairHistogramBase._layout`, a :class:`PairLayout`),
-* its normalisation (:meth:`PairHistogramBase._normalise`, from the integer counts of a run
-  or of one block to the results it promises),
-* its declared outputs (:attr:`PairHistogramBase.outputs`, see
-  :mod:`~mdakit_fastrdf.analysis.declarations`),
-* optionally, per-frame float results (:meth:`PairHistogramBase._frame_rows`): one row
-  per frame, gathered from every parallel backend in frame order (:func:`frame_sum`).
+* :meth:`~PairHistogramBase._layout`: its species layout (a :class:`PairLayout`);
+* :meth:`~PairHistogramBase._normalise`: its results, from the integer counts of a run or
+  of one block;
+* :meth:`~PairHistogramBase._frame_rows` (optional): per-frame float results, one row per
+  frame, gathered from every parallel backend in frame order (:func:`frame_sum`);
+* :meth:`~PairHistogramBase._accumulate` (optional): a frame's work on its prepared rows
+  (default: the histogram of every species pair);
+* :meth:`~PairHistogramBase._output_parameters` and :meth:`~PairHistogramBase._curves`:
+  what is saved beside the numbers, and what is plotted;
+
+and, for a correlation of frames computed in parts, ``_halo``, ``_start_part`` and
+``_finish_part`` (:mod:`~mdakit_fastrdf.analysis.parts`). The base's state is read through
+``layout``, ``bin_edges``, ``rmax``, ``engine`` and ``worker_threads``.
 
 See "Adding an analysis" in the design page of the docs for a worked example.
 """
@@ -264,10 +272,10 @@ class PairHistogramBase(RunParts, ParallelAnalysisMixin, BlockAveraging, FedFram
         self.results.bins = bins
         self._allocate_counts(nbins)
         rows = self._frame_rows()
+        local = getattr(self, "_local_frames", None)
+        if local is None:  # _prepare outside _compute: the frames of the sliced trajectory
+            local = np.arange(len(self._sliced_trajectory), dtype=np.int64)
         if rows:
-            local = getattr(self, "_local_frames", None)
-            if local is None:  # _prepare outside _compute: the frames of the sliced trajectory
-                local = np.arange(len(self._sliced_trajectory), dtype=np.int64)
             self.results.frame_index = np.array(local, dtype=np.int64)
             for name, shape in rows.items():
                 self.results[name] = np.zeros((len(local),) + tuple(shape), dtype=np.float64)
@@ -277,6 +285,7 @@ class PairHistogramBase(RunParts, ParallelAnalysisMixin, BlockAveraging, FedFram
         self._rmax = self.rdf_settings["range"][1]
         self._buf = np.empty((len(layout.ix), 3), dtype=np.float32)
         self._engine = self._make_engine()
+        self._start_part(len(local))
 
     # -- frames prepared by readers (backends.feed) ---------------------------------
     def _can_feed(self) -> bool:
@@ -319,7 +328,8 @@ class PairHistogramBase(RunParts, ParallelAnalysisMixin, BlockAveraging, FedFram
         self._histogram(coords, box)
 
     def _get_aggregator(self):
-        return parts_aggregator(self._count_fields, self._frame_rows(), self._block_lookup())
+        return parts_aggregator(self._count_fields, self._frame_rows(),
+                                {**self._block_lookup(), **self._part_lookup()})
 
     def _order_frames(self):
         """Put the per-frame rows of the merged results in frame order."""

@@ -300,10 +300,8 @@ class IntermediateScattering(CorrelationRun, PairHistogramBase):
         state["_kspace"] = None
         return state
 
-    def _prepare(self):
-        super()._prepare()
+    def _start_part(self, n_frames):
         per_frame = sum(int(np.prod(s)) for s in self._frame_rows().values()) * 8
-        n_frames = len(self.results.frame_index)
         need = per_frame * n_frames
         if self.coherent:  # (and the correlations' workspace, a chunk of vectors)
             vectors = min(self._vector_chunk(n_frames), len(self._shells[0]))
@@ -321,7 +319,7 @@ class IntermediateScattering(CorrelationRun, PairHistogramBase):
             kdev = self.device if str(self.device).startswith("cuda") else "cpu"
             self._kspace = KSpaceEngine(device=kdev, n_threads=self.worker_threads)
 
-    def _single_frame(self):
+    def _accumulate(self, pos, box):  # (the frame's rows: kept, and their amplitudes)
         ts = self._ts
         dims = np.asarray(ts.dimensions, dtype=np.float64) if ts.dimensions is not None \
             else None
@@ -330,7 +328,6 @@ class IntermediateScattering(CorrelationRun, PairHistogramBase):
                 f"the box of frame {ts.frame} ({dims}) differs from the first one "
                 f"({self._dims}): IntermediateScattering is for a constant box (NVT); the "
                 f"reciprocal vectors of a changing box are not the same vectors")
-        pos = self._frame_positions()
         self._store_frame("frame_time", ts.time)
         self._store_frame("frame_box", dims)
         if self.coherent:

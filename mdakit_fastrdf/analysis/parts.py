@@ -8,6 +8,7 @@ import os
 import numpy as np
 
 from ..backends.frames import WorkerFrames, frame_source
+from .blocks import concatenate_parts, sum_parts
 
 __all__ = ["RunParts"]
 
@@ -16,6 +17,21 @@ class RunParts:
     """Mixin of :class:`~mdakit_fastrdf.analysis.base.PairHistogramBase`: the split of a run
     into parts, with the hooks :meth:`_halo` and :meth:`_finish_part`, and a worker's
     frames (read by the worker, or fed by readers)."""
+
+    #: Results a part computes itself (in :meth:`_finish_part`) and how the parts' values
+    #: merge: ``'sum'`` (integer counts, exact in any split) or ``'concatenate'`` (one row
+    #: per own frame, in the parts' order).
+    part_results: dict = {}
+    _PART_MERGES = {"sum": sum_parts, "concatenate": concatenate_parts}
+
+    def _part_lookup(self) -> dict:
+        """Aggregators of :attr:`part_results`, for the base's ``_get_aggregator``."""
+        return {name: self._PART_MERGES[how] for name, how in self.part_results.items()}
+
+    def _start_part(self, n_frames):
+        """Called in the worker before a part's frames (at the end of ``_prepare``), with
+        their number, its halo's included: for what a part keeps of its frames (their
+        positions, a correlation's workspace) and its memory check. Default: nothing."""
 
     def _halo(self) -> int:
         """Frames each part of a parallel run reads beyond its own (default 0). A time

@@ -371,8 +371,7 @@ class StructureFactor(SpeciesRDF):
         state["_kvectors"] = None
         return state
 
-    def _prepare(self):
-        super()._prepare()
+    def _start_part(self, n_frames):
         self._kvectors = None
         if self._n_direct:
             from ..engine.kspace import KSpaceEngine

@@ -214,10 +214,11 @@ class VanHove(dynamics.CorrelationRun, BoxStatistics, PairHistogramBase):
         """The longest lag: a part's own time origins reach that far beyond it."""
         return int(self.lags[-1]) if getattr(self, "lags", None) is not None else 0
 
-    def _prepare(self):
-        super()._prepare()
-        local = getattr(self, "_local_frames", None)
-        n = len(self._sliced_trajectory) if local is None else len(local)
+    #: the parts' own results (:meth:`_finish_part`) and how they merge
+    part_results = {"count_self": "sum", "count_distinct": "sum", "own_index": "concatenate",
+                    "own_time": "concatenate", "own_volume": "concatenate"}
+
+    def _start_part(self, n):
         n_atoms, n_self = len(self._atoms), sum(len(g) for g in self._self_groups)
         need = n * (12 * n_atoms + (24 * n_self if self.self_part else 0) + 48)
         free = available_memory_bytes()
@@ -232,26 +233,16 @@ class VanHove(dynamics.CorrelationRun, BoxStatistics, PairHistogramBase):
         self._kept_volume = np.empty(n)
         self._kept_time = np.empty(n)
 
-    def _single_frame(self):
+    def _accumulate(self, coords, box):  # (a frame is kept, and correlated at the part's end)
         ts = self._ts
-        box = self._frame_box()
         if box.kind == NO_BOX:
             raise ValueError(f"frame {ts.frame} has no periodic box: VanHove needs one in "
                              f"every frame")
         i = self._frame_index
-        self._take_positions(self.layout.ix, self._kept_positions[i])
+        self._kept_positions[i] = coords
         self._kept_dims[i] = ts.dimensions
         self._kept_volume[i] = ts.volume
         self._kept_time[i] = ts.time
-
-    def _block_lookup(self):
-        from .blocks import concatenate_parts, sum_parts
-
-        lookup = dict(super()._block_lookup())
-        lookup.update({"count_self": sum_parts, "count_distinct": sum_parts,
-                       "own_index": concatenate_parts, "own_time": concatenate_parts,
-                       "own_volume": concatenate_parts})
-        return lookup
 
     # -- the physics ----------------------------------------------------------------------
     def _rows_of(self, groups):

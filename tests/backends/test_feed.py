@@ -16,7 +16,8 @@ import pytest
 
 from conftest import make_universe, random_positions_in_box, requires_gpu
 
-from mdakit_fastrdf import InterRDF, InterRDF_s, LateralRDF, SpeciesRDF
+from mdakit_fastrdf import (InterRDF, InterRDF_s, IntermediateScattering, LateralRDF,
+                            SpeciesRDF, VanHove)
 from mdakit_fastrdf.backends import NodeBackend, WorkerDiedError, plan_workers
 from mdakit_fastrdf.backends.feed import Ring
 from mdakit_fastrdf.backends.topology import NodeTopology, detect_topology
@@ -210,6 +211,34 @@ def test_fed_cpu_worker_equals_unfed_and_serial(adk_water, make):
     run = fed_backend.last_run
     assert len(run["readers"]) == 2 and all(r["pid"] for r in run["readers"])
     assert [w["frames"] for w in run["workers"]] == [len(adk_water.trajectory)]
+
+
+@pytest.fixture(scope="module")
+def walkers():
+    """In memory: 300 atoms taking small random steps for 12 frames in a constant box."""
+    rng = np.random.default_rng(11)
+    start = rng.uniform(0.0, 30.0, size=(300, 3))
+    coords = start + np.cumsum(rng.normal(scale=0.3, size=(12, 300, 3)), axis=0)
+    return make_universe(coords, np.array([30.0, 30.0, 30.0, 90.0, 90.0, 90.0]))
+
+
+@pytest.mark.parametrize("make", [
+    pytest.param(lambda u: VanHove(u.atoms, lags=[0, 1, 3], nbins=30, range=(0.0, 8.0)),
+                 id="VanHove"),
+    pytest.param(lambda u: IntermediateScattering(u.atoms, q=[0.5, 1.0], lags=3, by="name"),
+                 id="IntermediateScattering")])
+def test_fed_time_correlations_equal_serial(walkers, make):
+    """The time correlations' frames fed by readers (their halo's too): the results of the
+    unfed run with the same parts bit for bit, and serial's."""
+    assert make(walkers)._can_feed()
+    ser = make(walkers).run()
+    fed_backend = NodeBackend(gpus=None, readers=2, cpu_workers=1, part_frames=4)
+    fed = make(walkers).run(backend=fed_backend)
+    own = make(walkers).run(backend=NodeBackend(gpus=None, readers=0, cpu_workers=1,
+                                                part_frames=4))
+    _assert_same_results(fed, own)
+    _assert_same_results(fed, ser, exact_float=False)
+    assert len(fed_backend.last_run["readers"]) == 2
 
 
 def _state(pid):
