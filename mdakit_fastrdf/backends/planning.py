@@ -264,10 +264,10 @@ def _start_methods(start_method, gpu_start_method):
 
     cpu_method = start_method or ("fork" if "fork" in mp.get_all_start_methods() else "spawn")
     if gpu_start_method == "auto":
-        from ..engine import cuda_used_in_this_process
+        from ..engine import cuda
 
         gpu_start_method = ("fork" if "fork" in mp.get_all_start_methods()
-                            and not cuda_used_in_this_process() else "spawn")
+                            and not cuda.cuda_used_in_this_process() else "spawn")
     return cpu_method, gpu_start_method
 
 

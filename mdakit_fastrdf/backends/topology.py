@@ -177,9 +177,9 @@ def detect_topology(sysfs="/sys/devices/system", proc_root="/proc", environ=None
     allowed = _allowed_cpus() if allowed is None else set(allowed)
     raw, source = _cpu_groups(sysfs, allowed)
     groups = tuple(CpuGroup(name, tuple(cpus), _cores_of(cpus, sysfs)) for name, cpus in raw)
-    from ..engine import _cuda_module
+    from ..engine import cuda
 
-    if _cuda_module() is None:
+    if cuda._cuda_module() is None:
         n_gpus, gpu_source = 0, "this build has no CUDA kernels"
     else:
         n_gpus, gpu_source = count_gpus(environ, proc_root)

@@ -619,7 +619,7 @@ class _NoDeviceCuda:
 @pytest.fixture
 def fake_cuda(monkeypatch):
     """Install a CUDA module that finds no device (fresh CUDA state of this process)."""
-    from mdakit_fastrdf import engine
+    from mdakit_fastrdf.engine import cuda as engine
 
     def install(error):
         monkeypatch.setattr(engine, "_cuda_module", lambda: _NoDeviceCuda(error))
@@ -679,7 +679,7 @@ def test_cuda_after_a_fork_from_a_cuda_process(fake_cuda, monkeypatch):
 
 
 def test_cuda_without_a_cuda_build(monkeypatch):
-    from mdakit_fastrdf import engine
+    from mdakit_fastrdf.engine import cuda as engine
 
     monkeypatch.setattr(engine, "_cuda_module", lambda: None)
     why = engine.cuda_unavailable_reason()
@@ -1022,7 +1022,7 @@ def test_gpu_workers_fork_until_cuda_is_used(monkeypatch):
     """gpu_start_method='auto': GPU workers fork (no new interpreter, no main guard) while
     this process has not used CUDA, and are spawned once it has (or once anything loaded
     the driver's libcuda)."""
-    import mdakit_fastrdf.engine as engine
+    import mdakit_fastrdf.engine.cuda as engine
 
     topo = NodeTopology.simple([8], n_gpus=2)
     monkeypatch.setattr(engine, "cuda_used_in_this_process", lambda: False)
@@ -1034,7 +1034,7 @@ def test_gpu_workers_fork_until_cuda_is_used(monkeypatch):
 
 
 def test_cuda_used_in_this_process(monkeypatch):
-    import mdakit_fastrdf.engine as engine
+    import mdakit_fastrdf.engine.cuda as engine
 
     monkeypatch.setattr(engine, "_cuda_pid", os.getpid())
     assert engine.cuda_used_in_this_process()

@@ -5,7 +5,7 @@ import os
 import threading
 import time
 
-from mdakit_fastrdf import engine
+from mdakit_fastrdf.engine import cuda as engine  # (the CUDA start and its state)
 
 
 def test_starts_take_turns(tmp_path, monkeypatch):

@@ -16,7 +16,7 @@ import warnings
 
 import pytest
 
-from mdakit_fastrdf import engine
+from mdakit_fastrdf.engine import cuda as engine  # (the CUDA probe and its state)
 from mdakit_fastrdf.engine import Engine, kspace
 
 _INSUFFICIENT = ("cudaErrorInsufficientDriver (CUDA driver version is insufficient for CUDA "
