@@ -1,10 +1,7 @@
 // Cell lists: the tasks are the columns of cells of every species pair.
-// Part of histogram.cpp, which includes it inside namespace
-// fastrdf::cpu::FASTRDF_ISA::(anonymous), once per instruction set; never compiled on its own.
+// A part of histogram.cpp (histogram_part.hpp).
 #pragma once
-#ifndef FASTRDF_HISTOGRAM_PART
-#error "a part of csrc/cpu/histogram.cpp, included by it only"
-#endif
+#include "histogram_part.hpp"
 
 // Cell lists (cells.hpp): a task is one species pair and one column of cells (axes 0, 1) of
 // its first species; each atom of the column meets the strips of its neighbour columns.

@@ -1,11 +1,8 @@
 // The image the pairs of a block of 16 j atoms take with the rows of a cell (cell lists,
 // periodic boxes): the bounds of atoms and the certificate that one image holds for a block.
-// Part of histogram.cpp, which includes it inside namespace
-// fastrdf::cpu::FASTRDF_ISA::(anonymous), once per instruction set; never compiled on its own.
+// A part of histogram.cpp (histogram_part.hpp).
 #pragma once
-#ifndef FASTRDF_HISTOGRAM_PART
-#error "a part of csrc/cpu/histogram.cpp, included by it only"
-#endif
+#include "histogram_part.hpp"
 
 // The image every pair of a block of 16 j atoms takes with every row of a cell (cell lists,
 // periodic boxes): kOwn, each pair its own (dist2); kShift, the shift s for all (reduce(d, s),

@@ -1,11 +1,8 @@
 // One row's SIMD loop: the bin index (or dummy slot, or the filter's flag) of every pair
 // of atom i with a run of j atoms.
-// Part of histogram.cpp, which includes it inside namespace
-// fastrdf::cpu::FASTRDF_ISA::(anonymous), once per instruction set; never compiled on its own.
+// A part of histogram.cpp (histogram_part.hpp).
 #pragma once
-#ifndef FASTRDF_HISTOGRAM_PART
-#error "a part of csrc/cpu/histogram.cpp, included by it only"
-#endif
+#include "histogram_part.hpp"
 
 // Whether one of the 16 indices at p holds kNearFlag (bit 31): one vector test of the block
 // the lane loop has just stored (a plain loop of ORs compiled to 16 scalar loads, which stall on

@@ -1,11 +1,8 @@
 // One thread's private uint32 histograms (flushed into the uint64 totals before a bin could
 // wrap), the row loop every kernel shares, and the threads that take the tasks.
-// Part of histogram.cpp, which includes it inside namespace
-// fastrdf::cpu::FASTRDF_ISA::(anonymous), once per instruction set; never compiled on its own.
+// A part of histogram.cpp (histogram_part.hpp).
 #pragma once
-#ifndef FASTRDF_HISTOGRAM_PART
-#error "a part of csrc/cpu/histogram.cpp, included by it only"
-#endif
+#include "histogram_part.hpp"
 
 // Double precision through the float filter (double_filter_delta, kernel_api.hpp): the box
 // and binning in double that settle the pairs the float kernel flags. NoSettle: no filter.

@@ -1,10 +1,7 @@
 // All pairs: the tasks are the bs x bs tiles of every species pair.
-// Part of histogram.cpp, which includes it inside namespace
-// fastrdf::cpu::FASTRDF_ISA::(anonymous), once per instruction set; never compiled on its own.
+// A part of histogram.cpp (histogram_part.hpp).
 #pragma once
-#ifndef FASTRDF_HISTOGRAM_PART
-#error "a part of csrc/cpu/histogram.cpp, included by it only"
-#endif
+#include "histogram_part.hpp"
 
 // All pairs: the pairs of every species pair cut into bs x bs tiles.
 template <typename T, class Box, bool Labels, bool Exact, class S>

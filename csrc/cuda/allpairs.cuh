@@ -11,6 +11,7 @@
 #include "fastrdf/cuda.hpp"
 #include "fastrdf/float_rule.cuh"
 #include "fastrdf/geometry.hpp"
+#include "instances.cuh"
 
 #ifndef FASTRDF_CUDA_FAST_RULE
 #define FASTRDF_CUDA_FAST_RULE 0
@@ -58,35 +59,20 @@ void launch_allpairs(LaunchInfo& launch, const KernelArgs& a, const Box& box, co
 #else
 #define FASTRDF_ALLPAIRS_FAST(EXTERN, B)
 #endif
-#define FASTRDF_ALLPAIRS_INSTANCES(EXTERN, B)                                     \
-    FASTRDF_ALLPAIRS_FAST(EXTERN, B)                                              \
-    EXTERN template FASTRDF_ALLPAIRS_LAUNCHER(float, B<float>, FloatRule<true>);  \
-    EXTERN template FASTRDF_ALLPAIRS_LAUNCHER(float, B<float>, FloatRule<false>); \
-    EXTERN template FASTRDF_ALLPAIRS_LAUNCHER(float, B<float>, ExactRule<float>); \
-    EXTERN template FASTRDF_ALLPAIRS_LAUNCHER(double, B<double>, ExactRule<double>)
+#define FASTRDF_ALLPAIRS_INSTANCES(EXTERN, B) \
+    FASTRDF_ALLPAIRS_FAST(EXTERN, B)          \
+    FASTRDF_RULE_INSTANCES(FASTRDF_ALLPAIRS_LAUNCHER, EXTERN, B)
 // The float filter's launchers of box template B and filter rule F (FilterFrom0 or
 // FilterFromMin, filter.cuh): double precision through float kernels, in translation units of
 // their own (allpairs_<box>_filter*.cu), which compile in parallel with the others.
 #define FASTRDF_ALLPAIRS_FILTER_INSTANCES(EXTERN, B, F) \
     EXTERN template FASTRDF_ALLPAIRS_LAUNCHER(float, B<float>, F<B>)
 
-FASTRDF_ALLPAIRS_INSTANCES(extern, NoBox);
-FASTRDF_ALLPAIRS_INSTANCES(extern, OrthoBox);
-FASTRDF_ALLPAIRS_INSTANCES(extern, OrthoBoxScaled);
-FASTRDF_ALLPAIRS_INSTANCES(extern, OrthoSlabBox);
-FASTRDF_ALLPAIRS_INSTANCES(extern, TriclinicSlab);
-FASTRDF_ALLPAIRS_INSTANCES(extern, TriclinicNoImages);
-FASTRDF_ALLPAIRS_INSTANCES(extern, TriclinicImages);
-FASTRDF_ALLPAIRS_FILTER_INSTANCES(extern, NoBox, FilterFrom0);
-FASTRDF_ALLPAIRS_FILTER_INSTANCES(extern, NoBox, FilterFromMin);
-FASTRDF_ALLPAIRS_FILTER_INSTANCES(extern, OrthoBox, FilterFrom0);
-FASTRDF_ALLPAIRS_FILTER_INSTANCES(extern, OrthoBox, FilterFromMin);
-FASTRDF_ALLPAIRS_FILTER_INSTANCES(extern, OrthoBoxScaled, FilterFrom0);
-FASTRDF_ALLPAIRS_FILTER_INSTANCES(extern, OrthoBoxScaled, FilterFromMin);
-FASTRDF_ALLPAIRS_FILTER_INSTANCES(extern, TriclinicNoImages, FilterFrom0);
-FASTRDF_ALLPAIRS_FILTER_INSTANCES(extern, TriclinicNoImages, FilterFromMin);
-FASTRDF_ALLPAIRS_FILTER_INSTANCES(extern, TriclinicImages, FilterFrom0);
-FASTRDF_ALLPAIRS_FILTER_INSTANCES(extern, TriclinicImages, FilterFromMin);
+#define FASTRDF_ALLPAIRS_EXTERN(B) FASTRDF_ALLPAIRS_INSTANCES(extern, B);
+#define FASTRDF_ALLPAIRS_FILTER_EXTERN(B, F) FASTRDF_ALLPAIRS_FILTER_INSTANCES(extern, B, F);
+FASTRDF_BOXES(FASTRDF_ALLPAIRS_EXTERN)
+FASTRDF_FILTER_BOXES(FASTRDF_ALLPAIRS_FILTER_EXTERN, FilterFrom0)
+FASTRDF_FILTER_BOXES(FASTRDF_ALLPAIRS_FILTER_EXTERN, FilterFromMin)
 
 }  // namespace detail
 }  // namespace gpu

@@ -11,6 +11,7 @@
 #include "fastrdf/cuda.hpp"
 #include "fastrdf/float_rule.cuh"
 #include "fastrdf/geometry.hpp"
+#include "instances.cuh"
 
 namespace fastrdf {
 namespace gpu {
@@ -75,34 +76,19 @@ void launch_cells(const LaunchInfo& launch, const CellKernelArgs& a, const Box& 
                                     const Rule&, bool, long long, cudaStream_t)
 // The launchers of box template B: every rule that Histogrammer::Impl::with_rule<T, false>
 // hands them. EXTERN: `extern` (declarations, below) or nothing (cells_<box>.cu).
-#define FASTRDF_CELLS_INSTANCES(EXTERN, B)                                     \
-    EXTERN template FASTRDF_CELLS_LAUNCHER(float, B<float>, FloatRule<true>);  \
-    EXTERN template FASTRDF_CELLS_LAUNCHER(float, B<float>, FloatRule<false>); \
-    EXTERN template FASTRDF_CELLS_LAUNCHER(float, B<float>, ExactRule<float>); \
-    EXTERN template FASTRDF_CELLS_LAUNCHER(double, B<double>, ExactRule<double>)
+#define FASTRDF_CELLS_INSTANCES(EXTERN, B) \
+    FASTRDF_RULE_INSTANCES(FASTRDF_CELLS_LAUNCHER, EXTERN, B)
 // The float filter's launchers of box template B and filter rule F (FilterFrom0 or
 // FilterFromMin, filter.cuh): double precision through float kernels, in translation units of
 // their own (cells_<box>_filter*.cu), which compile in parallel with the others.
 #define FASTRDF_CELLS_FILTER_INSTANCES(EXTERN, B, F) \
     EXTERN template FASTRDF_CELLS_LAUNCHER(float, B<float>, F<B>)
 
-FASTRDF_CELLS_INSTANCES(extern, NoBox);
-FASTRDF_CELLS_INSTANCES(extern, OrthoBox);
-FASTRDF_CELLS_INSTANCES(extern, OrthoBoxScaled);
-FASTRDF_CELLS_INSTANCES(extern, OrthoSlabBox);
-FASTRDF_CELLS_INSTANCES(extern, TriclinicSlab);
-FASTRDF_CELLS_INSTANCES(extern, TriclinicNoImages);
-FASTRDF_CELLS_INSTANCES(extern, TriclinicImages);
-FASTRDF_CELLS_FILTER_INSTANCES(extern, NoBox, FilterFrom0);
-FASTRDF_CELLS_FILTER_INSTANCES(extern, NoBox, FilterFromMin);
-FASTRDF_CELLS_FILTER_INSTANCES(extern, OrthoBox, FilterFrom0);
-FASTRDF_CELLS_FILTER_INSTANCES(extern, OrthoBox, FilterFromMin);
-FASTRDF_CELLS_FILTER_INSTANCES(extern, OrthoBoxScaled, FilterFrom0);
-FASTRDF_CELLS_FILTER_INSTANCES(extern, OrthoBoxScaled, FilterFromMin);
-FASTRDF_CELLS_FILTER_INSTANCES(extern, TriclinicNoImages, FilterFrom0);
-FASTRDF_CELLS_FILTER_INSTANCES(extern, TriclinicNoImages, FilterFromMin);
-FASTRDF_CELLS_FILTER_INSTANCES(extern, TriclinicImages, FilterFrom0);
-FASTRDF_CELLS_FILTER_INSTANCES(extern, TriclinicImages, FilterFromMin);
+#define FASTRDF_CELLS_EXTERN(B) FASTRDF_CELLS_INSTANCES(extern, B);
+#define FASTRDF_CELLS_FILTER_EXTERN(B, F) FASTRDF_CELLS_FILTER_INSTANCES(extern, B, F);
+FASTRDF_BOXES(FASTRDF_CELLS_EXTERN)
+FASTRDF_FILTER_BOXES(FASTRDF_CELLS_FILTER_EXTERN, FilterFrom0)
+FASTRDF_FILTER_BOXES(FASTRDF_CELLS_FILTER_EXTERN, FilterFromMin)
 
 }  // namespace detail
 }  // namespace gpu
