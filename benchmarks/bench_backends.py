@@ -44,34 +44,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
 import time
 
 import numpy as np
+from _common import best_of, describe
 
 
 def machine():
-    model = "?"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    import MDAnalysis
-
-    import mdakit_fastrdf
     from mdakit_fastrdf.backends import NodeBackend
 
-    info = mdakit_fastrdf.build_info()
-    cores = len(os.sched_getaffinity(0))
     plan = NodeBackend().describe()
-    return (f"{model}, {cores} usable cores, Python {platform.python_version()}, "
-            f"MDAnalysis {MDAnalysis.__version__}, mdakit_fastrdf {mdakit_fastrdf.__version__} "
-            f"({info['cpu_isa_selected']}, cuda={info['cuda']})\n\nDefault node plan:\n"
+    return (describe(("MDAnalysis",)) + "\n\nDefault node plan:\n"
             + "\n".join("    " + line for line in plan.splitlines()))
 
 
@@ -98,15 +82,6 @@ def generate(path, n_atoms, n_frames, fmt, density=0.1, seed=1):
               f"{time.perf_counter() - t0:.1f} s", flush=True)
     u.load_new(path, format=fmt)
     return u
-
-
-def best_of(repeat, fn):
-    times, out = [], None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), out
 
 
 def mode_cpu(args):
@@ -143,7 +118,7 @@ def mode_cpu(args):
         times, out = {k: [] for k in runs}, {}
         for _ in range(args.repeat):
             for k, fn in runs.items():
-                t, out[k] = best_of(1, fn)
+                t, out[k] = best_of(fn, 1)
                 times[k].append(t)
         best = {k: min(v) for k, v in times.items()}
         med = {k: float(np.median(v)) for k, v in times.items()}
@@ -194,12 +169,12 @@ def mode_scaling(args):
 
     if not gpu_counts or args.cpu_row:
         b = NodeBackend(gpus=None)
-        t, r = best_of(args.repeat, lambda: InterRDF(sel, u.atoms, **kw).run(backend=b))
+        t, r = best_of(lambda: InterRDF(sel, u.atoms, **kw).run(backend=b), args.repeat)
         record("node, CPU only", len(b.specs), t, r)
     for g in gpu_counts:
         for hybrid in (False, True):
             b = NodeBackend(gpus=g, hybrid=hybrid)
-            t, r = best_of(args.repeat, lambda: InterRDF(sel, u.atoms, **kw).run(backend=b))
+            t, r = best_of(lambda: InterRDF(sel, u.atoms, **kw).run(backend=b), args.repeat)
             lr = b.last_run
             extra = ("frames per worker " + "/".join(str(w["frames"]) for w in lr["workers"])
                      + f", duplicates {lr['duplicates_started']}")
@@ -216,7 +191,7 @@ def mode_scaling(args):
             with cluster, Client(cluster) as client:
                 client.wait_for_workers(g)
                 b = DaskDistributedBackend(client, threads_per_worker=1)
-                t, r = best_of(args.repeat, lambda: InterRDF(sel, u.atoms, **kw).run(backend=b))
+                t, r = best_of(lambda: InterRDF(sel, u.atoms, **kw).run(backend=b), args.repeat)
                 record(f"dask.distributed, {g} GPU worker(s)", f"{g} x gpu", t, r)
     head = ("setup", "workers", "time s", "frames/s", "counts = first row", "notes")
     print(f"\n{args.frames} frames of {args.atoms} atoms (DCD), RDF of {len(sel)} x "
@@ -298,7 +273,7 @@ def mode_e2e(args):
                     buf[:] = ts.positions[ag.ix]
                 return None
 
-            t_read, _ = best_of(1, reading)
+            t_read, _ = best_of(reading, 1)
             # The node run first, in a new interpreter (a script whose first GPU work it is)
             t_fresh, info, counts_fresh = _fresh_node_run(path, fmt, n_atoms, kw, args)
             # The device alone: one frame in memory, prepared once, histogrammed repeatedly
@@ -318,14 +293,14 @@ def mode_e2e(args):
                 eng.synchronize()
 
             device_alone(2)
-            t_dev, _ = best_of(args.repeat, device_alone)
+            t_dev, _ = best_of(device_alone, args.repeat)
             per_frame_dev = t_dev / 10
             # The kernel on frames in memory through the analysis (gather and wrap included)
             n_mem = min(args.frames, 8)
             um = generate(path, n_atoms, args.frames, fmt)
             um.transfer_to_memory(stop=n_mem)
             InterRDF(um.atoms, um.atoms, **kw).run(stop=1)
-            t_mem, _ = best_of(args.repeat, lambda: InterRDF(um.atoms, um.atoms, **kw).run())
+            t_mem, _ = best_of(lambda: InterRDF(um.atoms, um.atoms, **kw).run(), args.repeat)
             del um
             out, times = {}, {}
             fed_backend = NodeBackend(readers=args.readers, gpu_threads=args.gpu_threads,
@@ -338,7 +313,7 @@ def mode_e2e(args):
                     backend=fed_backend),
             }
             for k, fn in runs.items():
-                times[k], out[k] = best_of(args.repeat, fn)
+                times[k], out[k] = best_of(fn, args.repeat)
             ref = out["serial"].results.count_uint64
             same = (all(np.array_equal(o.results.count_uint64, ref) for o in out.values())
                     and np.array_equal(counts_fresh, ref))

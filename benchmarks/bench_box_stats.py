@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import time
 import warnings
 
 import MDAnalysis as mda
 import numpy as np
+from _common import cpu_model
 from MDAnalysis.analysis import rdf as mda_rdf
 from MDAnalysisTests.datafiles import TPR, XTC
 
@@ -60,7 +60,7 @@ def main(argv=None):
         systems[name] = v
     kw = {"nbins": 75, "range": (0.0, 15.0), "exclusion_block": (1, 1), "n_threads": 1}
     print(f"# bench_box_stats: mdakit_fastrdf from {mdakit_fastrdf.__file__}")
-    print(f"# {platform.processor() or platform.machine()}, 64 atoms, {args.frames} frames "
+    print(f"# {cpu_model()}, 64 atoms, {args.frames} frames "
           f"in memory, 1 thread, thread CPU time, best of {args.repeat} (alternated), "
           f"load {os.getloadavg()[0]:.1f}")
     print("| box | with box statistics (µs/frame) | without (µs/frame) | overhead (µs/frame) "

@@ -46,6 +46,7 @@ import sys
 import time
 
 import numpy as np
+from _common import cpu_model
 
 import mdakit_fastrdf
 from mdakit_fastrdf import build_info
@@ -57,17 +58,6 @@ except ImportError:
     freud = None
 
 DENSITY = 0.0334  # water oxygens per Å^3
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def table(headers, rows):

@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from _machine import describe
+from _common import describe
 
 
 def make_dcd(path, n_atoms, n_frames, box=100.0, seed=3):

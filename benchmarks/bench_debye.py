@@ -45,27 +45,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 import warnings
 
 import numpy as np
-from _machine import describe
-
-
-def machine():
-    return describe(("freud", "numpy"))
-
-
-def timed(fn, repeat):
-    """(result, best wall s, CPU s of that run) of `repeat` calls."""
-    best = None
-    for _ in range(repeat):
-        w, c = time.perf_counter(), time.process_time()
-        out = fn()
-        w, c = time.perf_counter() - w, time.process_time() - c
-        if best is None or w < best[1]:
-            best = (out, w, c)
-    return best
+from _common import best_of_cpu, describe
 
 
 def universe():
@@ -180,8 +163,8 @@ def generated(n_atoms, n_frames, device, repeat, precisions=("double",), seed=0)
         d = DebyeScattering(u.atoms, q=q, nbins=8000, range=(0.0, 300.0), device=device,
                             precision=precision)
         d.run(stop=1)  # start the device, warm the caches
-        _, wall, cpu = timed(lambda d=d: d.run(), repeat)
-        _, wall2, _ = timed(lambda d=d: d.run(stop=2), repeat)
+        wall, cpu, _ = best_of_cpu(lambda d=d: d.run(), repeat)
+        wall2, _, _ = best_of_cpu(lambda d=d: d.run(stop=2), repeat)
         intensity[precision] = d.results.intensity.copy()
         steady = (n_frames - 2) / (wall - wall2) if n_frames > 2 and wall > wall2 else float("nan")
         print(f"| generated {n_atoms} | {precision} | {d.parameters()['device_used']} | "
@@ -208,7 +191,7 @@ def main(argv=None):
                    help="--generated: the precisions to time")
     args = p.parse_args(argv)
     if args.generated:
-        print(f"# {machine()}")
+        print(f"# {describe(('freud', 'numpy'))}")
         print(f"# command: python {' '.join(sys.argv)}")
         generated(args.generated, args.frames, args.device, args.repeat, args.precision)
         return
@@ -216,7 +199,7 @@ def main(argv=None):
     from mdakit_fastrdf import DebyeScattering
     from mdakit_fastrdf.analysis.scattering import xray_form_factor
 
-    print(f"# {machine()}")
+    print(f"# {describe(('freud', 'numpy'))}")
     print(f"# command: python {' '.join(sys.argv)}")
     u = universe()
     atoms = u.atoms
@@ -235,8 +218,8 @@ def main(argv=None):
                             n_threads=args.threads)
         return d.run(stop=nf)
 
-    dx, wall_x, cpu_x = timed(lambda: ours("xray"), args.repeat)
-    dn, wall_n, cpu_n = timed(lambda: ours("number"), args.repeat)
+    wall_x, cpu_x, dx = best_of_cpu(lambda: ours("xray"), args.repeat)
+    wall_n, cpu_n, dn = best_of_cpu(lambda: ours("number"), args.repeat)
     res = dx.results
     width = res.edges[1] - res.edges[0]
     print(f"# DebyeScattering bins: {len(res.bins)} of {width:.5f} Å over 0-{res.edges[-1]:.2f}"
@@ -245,8 +228,8 @@ def main(argv=None):
 
     exact_x = exact_n = None
     if not args.skip_exact:
-        exact_x, wall_e, cpu_e = timed(lambda: pdist_exact(positions, wx, q), 1)
-        exact_n, wall_en, cpu_en = timed(
+        wall_e, cpu_e, exact_x = best_of_cpu(lambda: pdist_exact(positions, wx, q), 1)
+        wall_en, cpu_en, exact_n = best_of_cpu(
             lambda: pdist_exact(positions, np.ones((len(el), len(q))), q), 1)
 
     def acc(i, ref):
@@ -258,12 +241,12 @@ def main(argv=None):
     if exact_x is not None:
         rows.append(("pdist exact (float64)", "xray", wall_e, cpu_e, wall_e / wall_x, "0"))
         rows.append(("pdist exact (float64)", "number", wall_en, cpu_en, wall_en / wall_n, "0"))
-    hist_i, wall_h, cpu_h = timed(
+    wall_h, cpu_h, hist_i = best_of_cpu(
         lambda: pdist_histogram(positions, el, fx, q, res.edges), 1)
     rows.append(("pdist + histogram (NumPy)", "xray", wall_h, cpu_h, wall_h / wall_x,
                  acc(hist_i, exact_x)))
     try:
-        (fr_i, fr_k), wall_f, cpu_f = timed(lambda: freud_debye(positions, q), 1)
+        wall_f, cpu_f, (fr_i, fr_k) = best_of_cpu(lambda: freud_debye(positions, q), 1)
         assert np.allclose(fr_k, q), "freud's k grid differs from q"
         rows.append(("freud StaticStructureFactorDebye", "number", wall_f, cpu_f,
                      wall_f / wall_n, acc(fr_i, exact_n)))

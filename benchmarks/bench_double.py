@@ -29,10 +29,10 @@ and double / single.
 
 import argparse
 import os
-import platform
 import time
 
 import numpy as np
+from _common import cpu_model
 
 
 def main(argv=None):
@@ -97,7 +97,7 @@ def main(argv=None):
 
     print(f"# Double precision through the float filter, adk water O-O ({n} atoms, "
           f"{len(frames)} frames in memory, {nb} bins, 0-{args.rmax:g} Å, method {args.method})\n")
-    print(f"CPU: {platform.processor() or platform.machine()}, {os.cpu_count()} logical CPUs; "
+    print(f"CPU: {cpu_model()}, {os.cpu_count()} logical CPUs; "
           f"variants {list(K.usable_variants())}; {args.clock} clock, per frame the best of "
           f"{args.repeat}, summed over the frames; load average "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}\n")

@@ -45,12 +45,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import time
 
 import numpy as np
+from _common import best_of, cpu_model
 
 from mdakit_fastrdf import build_info, cuda_devices
 from mdakit_fastrdf.engine import NO_BOX, Box, Engine, prepare_box
@@ -254,17 +254,11 @@ def section_adk(rng, args, results):
             kw = dict(nbins=75, range=(0.0, 15.0), exclusion_block=(1, 1), device=device,
                       precision=precision)
             InterRDF(ow, ow, **kw).run(stop=2)  # warm-up
-            best = min(_timed(lambda: InterRDF(ow, ow, **kw).run()) for _ in range(args.repeat))
+            best, _ = best_of(lambda: InterRDF(ow, ow, **kw).run(), args.repeat)
             fps = u.trajectory.n_frames / best
             rows.append([device, precision, f"{best:.3f}", f"{fps:.0f}"])
             results.append(dict(section="adk", device=device, precision=precision,
                                 seconds=best, fps=fps))
-
-
-def _timed(fn):
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
 
 
 def section_crossover(rng, args, results):
@@ -315,7 +309,7 @@ def main(argv=None):
         sys.exit("no usable CUDA device")
     info = build_info()
     print(f"# mdakit_fastrdf {info['version']} GPU benchmark, {time.strftime('%Y-%m-%d %H:%M')}")
-    print(f"GPU: {devs[0]['name']} ({devs[0]['multiprocessors']} SMs), CPU: {platform.processor() or platform.machine()}, "
+    print(f"GPU: {devs[0]['name']} ({devs[0]['multiprocessors']} SMs), CPU: {cpu_model()}, "
           f"{os.cpu_count()} cores, CPU kernel {info['cpu_isa_selected']} x {info['max_threads']} threads")
     rng = np.random.default_rng(12345)
     results = []

@@ -21,25 +21,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
-import time
 import warnings
 
 import MDAnalysis as mda
+from _common import best_of, cpu_model
 from MDAnalysis.analysis import rdf as mda_rdf
 from MDAnalysisTests.datafiles import TPR, XTC
 
 import mdakit_fastrdf
 from mdakit_fastrdf import InterRDF, InterRDF_s, SpeciesRDF
-
-
-def best(fn, repeat):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def main(argv=None):
@@ -67,13 +57,12 @@ def main(argv=None):
         ("species (protein+ions)", lambda: SpeciesRDF(prot, by="element", **p).run()),
     ]
     print(f"# bench_host {args.label}: mdakit_fastrdf from {mdakit_fastrdf.__file__}")
-    print(f"# {platform.processor() or platform.machine()}, {n} frames in memory, "
+    print(f"# {cpu_model()}, {n} frames in memory, "
           f"best of {args.repeat}, precision {args.precision}, load {os.getloadavg()[0]:.1f}")
     print(f"| case | ms per frame {args.label} |")
     print("| --- | --- |")
     for name, fn in cases:
-        fn()  # warm up (compiled state, caches)
-        t = best(fn, args.repeat)
+        t, _ = best_of(fn, args.repeat, warmup=1)  # warm-up: compiled state, caches
         print(f"| {name} | {1e3 * t / n:.3f} |")
 
 

@@ -28,7 +28,6 @@ Needs MDAnalysisTests (demo data) and, for the freud column, freud-analysis:
 from __future__ import annotations
 
 import argparse
-import os
 import platform
 import shlex
 import sys
@@ -38,6 +37,7 @@ from dataclasses import dataclass
 
 import MDAnalysis as mda
 import numpy as np
+from _common import cpu_model, usable_cores
 from MDAnalysis.analysis.rdf import InterRDF as MDAInterRDF
 from MDAnalysis.lib.mdamath import triclinic_vectors
 from MDAnalysisTests.datafiles import TPR, XTC
@@ -77,30 +77,10 @@ def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def cpu_model() -> str:
-    """CPU model name from /proc/cpuinfo (or the platform's processor string)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def available_cpus() -> int:
-    """Number of CPUs this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
 def print_machine(threads: int) -> None:
     print("## Machine\n")
     print(f"- command: `{shlex.join([sys.executable, *sys.argv])}`")
-    print(f"- CPU: {cpu_model()}, {available_cpus()} logical CPUs available, "
+    print(f"- CPU: {cpu_model()}, {usable_cores()} logical CPUs available, "
           f"{threads} threads used")
     print(f"- Python {platform.python_version()}, NumPy {np.__version__}, "
           f"MDAnalysis {mda.__version__}, freud {freud.__version__ if freud else 'n/a'}, "
@@ -266,7 +246,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="frames of the demo trajectory in part A (default: %(default)s)")
     parser.add_argument("--quick", action="store_true",
                         help="InterRDF on 2 frames (time scaled) and 30,000 atoms in part B")
-    parser.add_argument("--threads", type=int, default=available_cpus(),
+    parser.add_argument("--threads", type=int, default=usable_cores(),
                         help="threads of freud and mdakit_fastrdf (default: all available, "
                         "%(default)s)")
     parser.add_argument("--n-atoms", type=int,

@@ -39,7 +39,7 @@ def main(argv=None):
     args = p.parse_args(argv)
 
     import MDAnalysis as mda
-    from _machine import describe
+    from _common import describe
     from MDAnalysis.coordinates.memory import MemoryReader
 
     from mdakit_fastrdf import IntermediateScattering

@@ -36,15 +36,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 import warnings
 
 import numpy as np
-from _machine import describe
-
-
-def machine():
-    return describe(())
+from _common import best_of_cpu, describe
 
 
 def table(title, header, rows):
@@ -53,18 +48,6 @@ def table(title, header, rows):
     print("  ".join(str(h).rjust(w) for h, w in zip(header, widths)))
     for r in rows:
         print("  ".join(str(c).rjust(w) for c, w in zip(r, widths)))
-
-
-def best_of(fn, repeat):
-    """(best wall time, process CPU time of that run, result)"""
-    best, cpu, out = np.inf, np.nan, None
-    for _ in range(repeat):
-        c0, t0 = time.process_time(), time.perf_counter()
-        out = fn()
-        t, c = time.perf_counter() - t0, time.process_time() - c0
-        if t < best:
-            best, cpu = t, c
-    return best, cpu, out
 
 
 def shell_average(s, q, dq, q_max):
@@ -88,7 +71,7 @@ def section_adk(args):
     pos = ow.positions
     n_atoms = len(ow)
     eng = KSpaceEngine(device="cpu", n_threads=args.threads)
-    print(f"machine: {machine()}")
+    print(f"machine: {describe()}")
     print(f"adk water oxygens: {n_atoms} atoms, box {np.round(u.dimensions, 2).tolist()}, one frame")
     rows = []
     for q_max in args.qmax:
@@ -99,13 +82,13 @@ def section_adk(args):
             return shell_average(np.abs(amp) ** 2 / n_atoms, q, 0.1, q_max), len(n)
 
         eng.amplitudes(pos, [0, n_atoms], box, reciprocal_vectors(box, q_max)[0])  # warm-up
-        t_ours, c_ours, (s_ours, m_ours) = best_of(ours, args.repeat)
+        t_ours, c_ours, (s_ours, m_ours) = best_of_cpu(ours, args.repeat)
         rate = n_atoms * m_ours / t_ours
         rows.append([f"{q_max:g}", "mdakit_fastrdf (all vectors)", m_ours, f"{t_ours:.3f}",
                      f"{c_ours:.3f}", "1", f"{rate / 1e9:.2f}"])
         n_all, q_all = reciprocal_vectors(box, q_max)
         octant = np.all(n_all >= 0, axis=1)
-        t_oct, c_oct, (_, m_oct) = best_of(lambda n=n_all[octant], q=q_all[octant]: ours(n, q), args.repeat)
+        t_oct, c_oct, (_, m_oct) = best_of_cpu(lambda n=n_all[octant], q=q_all[octant]: ours(n, q), args.repeat)
         rows.append([f"{q_max:g}", "mdakit_fastrdf (octant)", m_oct, f"{t_oct:.3f}", f"{c_oct:.3f}",
                      "-", f"{n_atoms * m_oct / t_oct / 1e9:.2f}"])
         if not args.no_freud:
@@ -121,7 +104,7 @@ def section_adk(args):
                 sf.compute((fbox, wrapped))
                 return sf.S_k
 
-            t_f, c_f, s_f = best_of(run_freud, args.peer_repeat)
+            t_f, c_f, s_f = best_of_cpu(run_freud, args.peer_repeat)
             rows.append([f"{q_max:g}", "freud Direct (octant)", "~" + str(m_oct), f"{t_f:.3f}",
                          f"{c_f:.3f}", f"{t_f / t_ours:.0f}x (octant {t_f / t_oct:.0f}x; cpu {c_f / c_ours:.0f}x)",
                          f"{n_atoms * m_oct / t_f / 1e9:.3f}"])
@@ -145,7 +128,7 @@ def section_adk(args):
                     s.run(stop=1)
                 return s
 
-            t_s, c_s, _ = best_of(run_scatterkit, args.peer_repeat)
+            t_s, c_s, _ = best_of_cpu(run_scatterkit, args.peer_repeat)
             rows.append([f"{q_max:g}", "scatterkit Saxs (octant, diag box)", m_sk, f"{t_s:.3f}",
                          f"{c_s:.3f}", f"{t_s / t_ours:.0f}x (octant {t_s / t_oct:.0f}x; cpu {c_s / c_ours:.0f}x)",
                          f"{n_atoms * m_sk / t_s / 1e9:.3f}"])
@@ -162,7 +145,7 @@ def section_gpu(args):
     from mdakit_fastrdf.engine import cuda_devices
     from mdakit_fastrdf.engine.kspace import KSpaceEngine, reciprocal_vectors
 
-    print(f"machine: {machine()}")
+    print(f"machine: {describe()}")
     print(f"GPU: {[d['name'] for d in cuda_devices()]}")
     gpu = KSpaceEngine(device=args.device)
     cpu = KSpaceEngine(device="cpu", n_threads=args.threads)
@@ -181,8 +164,8 @@ def section_gpu(args):
         n, _ = reciprocal_vectors(box, q_max)
         gpu.amplitudes(pos, off, box, n)  # warm-up: buffers, tasks
         args_ = (pos, off, box, n)
-        t_g, _, a_g = best_of(lambda a=args_: gpu.amplitudes(*a), args.repeat)
-        t_c, _, a_c = best_of(lambda a=args_: cpu.amplitudes(*a), 1)
+        t_g, _, a_g = best_of_cpu(lambda a=args_: gpu.amplitudes(*a), args.repeat)
+        t_c, _, a_c = best_of_cpu(lambda a=args_: cpu.amplitudes(*a), 1)
         err = (np.abs(a_g - a_c) / np.sqrt(np.maximum(np.diff(off), 1))[:, None]).max()
         terms = len(pos) * len(n)
         rows.append([name, len(pos), len(n), f"{q_max:g}", f"{t_g * 1e3:.2f}", f"{t_c:.3f}",

@@ -208,7 +208,7 @@ def film(args):
 
 def main(argv=None):
     sys.path.insert(0, __file__.rsplit("/", 1)[0])
-    from _machine import describe
+    from _common import describe
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)

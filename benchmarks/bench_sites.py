@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import resource
 import statistics
 import subprocess
@@ -43,6 +42,7 @@ import tracemalloc
 import warnings
 
 import numpy as np
+from _common import best_of, cpu_model
 
 COLD = r"""
 import time, warnings
@@ -124,7 +124,7 @@ def main(argv=None):
     sizes = " + ".join(f"({len(a)} x {len(b)})" for a, b in ags)
     print(f"# bench_sites: InterRDF_s {sizes} site pairs, 75 bins to 15 Å, {stop} XTC frames")
     print(f"# mdakit_fastrdf {mdakit_fastrdf.__version__} from {mdakit_fastrdf.__file__}; "
-          f"MDAnalysis {mda.__version__}; {platform.processor() or platform.machine()}, "
+          f"MDAnalysis {mda.__version__}; {cpu_model()}, "
           f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
 
     # 1. warm, interleaved
@@ -198,12 +198,7 @@ def main(argv=None):
     print("| --- | --- | --- | --- | --- |")
     ref = best["MDAnalysis InterRDF_s"][0]
     for name, fn in compact.items():
-        fn()
-        times, out = [], None
-        for _ in range(args.repeat):
-            t = time.perf_counter()
-            out = fn()
-            times.append(time.perf_counter() - t)
+        t, out = best_of(fn, args.repeat, warmup=1)
         if isinstance(out, list):
             nbytes = sum(x.results.count.nbytes + x.results.rdf.nbytes for x in out)
             err = max(_rel(x.results.rdf, m) for x, m in zip(out, means))
@@ -214,8 +209,8 @@ def main(argv=None):
             k = [tuple(map(int, p)) for p in res.pairs].index((0, 1))
             check = (f"Na-OW = mean over site pairs, rel. diff "
                      f"{_rel(res.rdf[k], means[1]):.1e}")
-        print(f"| {name} | {min(times):.3f} | {nbytes / 1e6:.3f} | "
-              f"{ref / min(times):.2f}x | {check} |")
+        print(f"| {name} | {t:.3f} | {nbytes / 1e6:.3f} | "
+              f"{ref / t:.2f}x | {check} |")
 
 
 def _rel(a, b):

@@ -61,7 +61,7 @@ def time_call(engine, x, edges, box, repeat):
 
 def main(argv=None):
     sys.path.insert(0, __file__.rsplit("/", 1)[0])
-    from _machine import describe
+    from _common import describe
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")

@@ -33,11 +33,7 @@ import time
 import warnings
 
 import numpy as np
-from _machine import describe
-
-
-def machine():
-    return describe(())
+from _common import describe
 
 
 def table(title, header, rows):
@@ -173,7 +169,7 @@ def main(argv=None):
                    help="generated: scale the species sizes (e.g. 0.02 for a CPU smoke test)")
     args = p.parse_args(argv)
     print(f"$ python {' '.join(sys.argv)}")
-    print(machine())
+    print(describe())
     {"adk": section_adk, "generated": section_generated}[args.section](args)
 
 

@@ -73,7 +73,7 @@ import time
 import warnings
 
 import numpy as np
-from _machine import describe
+from _common import best_of_cpu, describe
 
 #: route -> (q_crossover, window)
 ROUTES = {"transform": (None, "cosine"), "joined": ("auto", "cosine"),
@@ -122,10 +122,6 @@ def water_supercell(u, frames, copies=3):
     return big
 
 
-def machine():
-    return describe(())
-
-
 def table(title, header, rows):
     print(f"\n{title}")
     widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
@@ -135,18 +131,6 @@ def table(title, header, rows):
     for r in rows:
         print("  ".join(f"{c!s:>{w}}" for c, w in zip(r, widths)))
     sys.stdout.flush()
-
-
-def timed(func, repeat=1):
-    """(result, best wall s, process CPU s of that run)."""
-    best = None
-    for _ in range(repeat):
-        w0, c0 = time.perf_counter(), time.process_time()
-        out = func()
-        w, c = time.perf_counter() - w0, time.process_time() - c0
-        if best is None or w < best[1]:
-            best = (out, w, c)
-    return best
 
 
 def numpy_transform(g, edges, q, rho_pairs):
@@ -209,7 +193,7 @@ def main():
     warnings.filterwarnings("ignore")
     print("# bench_structure_factor.py")
     print(f"- command: python {' '.join(sys.argv)}")
-    print(f"- machine: {machine()}")
+    print(f"- machine: {describe()}")
     u = mda.Universe(TPR, XTC)
     frames = list(range(min(args.frames, len(u.trajectory))))
     if args.system == "water100k":
@@ -244,7 +228,7 @@ def main():
     for rmax in rmaxes:
         for route in routes:
             for precision in precisions:
-                sf, wall, cpu = timed(
+                wall, cpu, sf = best_of_cpu(
                     lambda r=rmax, c=route, p=precision: ours(r, c, p, frames),
                     args.repeat)
                 results[(rmax, route, precision)] = sf
@@ -279,7 +263,7 @@ def main():
                 sd.compute((freud_box(ts), ow.positions.copy()), reset=(k == 0))
             return sd
 
-        sd, wall, cpu = timed(run_direct)
+        wall, cpu, sd = best_of_cpu(run_direct, 1)
         assert np.allclose(sd.bin_centers, kq, atol=1e-5)
         # its sampling: the vectors with n >= 0 in each bin (orthogonal-free count)
         peers["freud Direct"] = (fr, kq, np.asarray(sd.S_k, dtype=np.float64),
@@ -311,13 +295,13 @@ def main():
                     total += debye_chunk(pos, freud_box(ts), idx, len(ks))
             return total / len(fr)
 
-        s_few, wall, cpu = timed(run_debye)
+        wall, cpu, s_few = best_of_cpu(run_debye, 1)
         # calibration on one chunk: time = d + K s (d: the distance table; s: one k value)
         ts = u.trajectory[fr[0]]
         pos = ow.positions.copy()
         cal = {}
         for nk in (len(ks), 2 * len(ks)):
-            _, cw, cc = timed(lambda nk=nk: debye_chunk(pos, freud_box(ts), chunks[0], nk))
+            cw, cc, _ = best_of_cpu(lambda nk=nk: debye_chunk(pos, freud_box(ts), chunks[0], nk), 1)
             cal[nk] = cc
         per_k = (cal[2 * len(ks)] - cal[len(ks)]) / len(ks)
         fixed = max(cal[len(ks)] - len(ks) * per_k, 0.0)
@@ -351,15 +335,15 @@ def main():
                 sdb.compute((freud_box(ts), ow.positions.copy()), reset=(k == 0))
             return sdb
 
-        sdb, wall, cpu = timed(run_debye)
+        wall, cpu, sdb = best_of_cpu(run_debye, 1)
         peers["freud Debye"] = (fr, q, np.asarray(sdb.S_k, dtype=np.float64),
                                 wall / len(fr), cpu / len(fr), "all pairs, no window")
     if args.saxs_frames:
         from scatterkit import Saxs
 
         fr = frames[:args.saxs_frames]
-        saxs, wall, cpu = timed(lambda: Saxs(ow, qmin=0.0, qmax=edges[-1], dq=args.dq,
-                                             output="/tmp/bench_sq.dat").run(frames=fr))
+        wall, cpu, saxs = best_of_cpu(lambda: Saxs(ow, qmin=0.0, qmax=edges[-1], dq=args.dq,
+                                                   output="/tmp/bench_sq.dat").run(frames=fr), 1)
         sq, ss = saxs.results.scattering_vectors, saxs.results.structure_factors
         idx = np.rint(sq / args.dq - 0.5).astype(int)
         s_full = np.full(qbins, np.nan)
@@ -382,7 +366,7 @@ def main():
             rho_pairs = n_atoms / vol * (1.0 - 1.0 / n_atoms)
             return numpy_transform(rdf.results.rdf, rdf.results.edges, q, rho_pairs)
 
-        s_mda, wall, cpu = timed(run_mda)
+        wall, cpu, s_mda = best_of_cpu(run_mda, 1)
         peers["InterRDF + NumPy"] = (fr, q, s_mda, wall / len(fr), cpu / len(fr),
                                      f"r_max {rmax:g}, cosine window")
 
@@ -415,8 +399,8 @@ def main():
         # the exact direct S(k) on every reciprocal vector up to the same k (our compiled
         # k-space sum, checked against NumPy in the tests): free of freud's sampling
         ROUTES["all vectors"] = (pq[-1] + 1.0, "cosine")  # every bin direct: no window
-        full, wall_full, cpu_full = timed(lambda: ours(rmaxes[0], "all vectors",
-                                                       precisions[0], fr))
+        wall_full, cpu_full, full = best_of_cpu(lambda: ours(rmaxes[0], "all vectors",
+                                                                 precisions[0], fr), 1)
         pf = full.results.s[:len(pq)]
         print(f"\nall-vector direct S(k) up to {pq[-1] + args.dq / 2:g} Å⁻¹: "
               f"{wall_full / len(fr):.2f} s/frame wall, {cpu_full / len(fr):.2f} s CPU")

@@ -188,7 +188,7 @@ def main(argv=None):
                    help="|q| of the self F_s(q, t) rows (1/Å)")
     args = p.parse_args(argv)
 
-    from _machine import describe
+    from _common import describe
 
     print("command: python benchmarks/" + os.path.basename(__file__) + " "
           + " ".join(argv if argv is not None else sys.argv[1:]))
