@@ -87,9 +87,10 @@ def freud_direct_vectors(box_vectors, k_max):
     and checks against freud itself (_freud_direct_vectors), used here as it is."""
     from pathlib import Path
 
-    tests = str(Path(__file__).resolve().parents[1] / "tests")
-    if tests not in sys.path:
-        sys.path.insert(0, tests)
+    tests = Path(__file__).resolve().parents[1] / "tests"
+    for folder in (str(tests), str(tests / "analysis")):  # conftest, the test module
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
     from test_structure_factor import _freud_direct_vectors
 
     return _freud_direct_vectors(box_vectors, k_max)
