@@ -1,6 +1,6 @@
 """How long a GPU worker's CUDA start takes when G processes start at once: the driver
 (``cuInit`` and the primary context, through ``ctypes``) called directly, or through the
-package's own early start (:func:`mdakit_fastrdf.engine.start_cuda_early`, which takes
+package's own early start (:func:`mdakit_fastrdf.engine.cuda.start_cuda_early`, which takes
 turns on a file lock), and then the package's engine state (``Engine._make_impl``).
 
 Each process sees one GPU (``CUDA_VISIBLE_DEVICES``), as the node backend's GPU workers do;
@@ -34,9 +34,9 @@ import numpy as np
 from mdakit_fastrdf.engine import Engine
 t_import = time.time()
 if sys.argv[2] == "turns":  # the package's own start: GPU workers take turns (a file lock)
-    from mdakit_fastrdf import engine
-    engine.start_cuda_early()
-    engine._cuda_init()  # (waits for the early start)
+    from mdakit_fastrdf.engine import cuda
+    cuda.start_cuda_early()
+    cuda._cuda_init()  # (waits for the early start)
     t_init = t_ctx = time.time()
 else:
     lib = ctypes.CDLL("libcuda.so.1")
@@ -104,7 +104,7 @@ def at_once(n_gpus):
 
 
 def in_turns(n_gpus):
-    """All at once, each through engine.start_cuda_early (the GPU workers' start, which
+    """All at once, each through engine.cuda.start_cuda_early (the GPU workers' start, which
     takes turns on a file lock)."""
     t_go = time.time() + 1.5
     procs = [_launch(k, t_go, "turns") for k in range(n_gpus)]

@@ -84,7 +84,7 @@ def _report_run(directory, ev, out):
                                                  if k in ("entry", "payload", "unpickled", "client",
                                                           "layout", "warm", "part", "frame")))
         span = next((e.get("cuda_start") for e in es if e["event"] == "warm"), None)
-        if span and span[1] >= t0:  # the early driver start's thread (engine.start_cuda_early)
+        if span and span[1] >= t0:  # the early driver start's thread (engine.cuda.start_cuda_early)
             line += f", driver started {span[0] - t0:.3f}..{span[1] - t0:.3f}"
         if work:
             busy = sum(work)

@@ -77,7 +77,7 @@ class NodeBackend(_OwnBackend):
     gpu_start_method : {'auto', 'spawn', 'forkserver'}, optional
         How GPU workers start. ``'auto'`` (default): ``fork`` while this process has not used
         CUDA (this package has not, and no other library has loaded the NVIDIA driver's
-        ``libcuda``: :func:`~mdakit_fastrdf.engine.cuda_used_in_this_process`), which starts
+        ``libcuda``: :func:`~mdakit_fastrdf.engine.cuda.cuda_used_in_this_process`), which starts
         a worker in milliseconds and needs no main guard; else ``spawn`` (a new interpreter,
         about a second with its imports). ``'fork'`` cannot be asked for: CUDA does not
         survive a fork from a process that has used it.

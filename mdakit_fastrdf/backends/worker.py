@@ -13,9 +13,8 @@ import traceback
 
 from ..engine import (
     WorkerPlacement,
-    cuda_start_span,
+    cuda,
     set_worker_placement,
-    start_cuda_early,
 )
 from .base import _analysis_of, _PartResult
 from .feed import RUN_OVER, FeedClient, keep_rings, mapped_ring, read_frames
@@ -128,8 +127,8 @@ def _worker_main(conn, spec: WorkerSpec, payload: bytes | None, pin: bool, paren
             device=device, n_threads=spec.n_threads, rank=spec.rank,
             kind=spec.kind, bound_device=spec.device))
         if spec.kind == "gpu" and device == "cuda:0":
-            # the driver starts while the payload comes and is unpickled (engine.py)
-            start_cuda_early()
+            # the driver starts while the payload comes and is unpickled (engine/cuda.py)
+            cuda.start_cuda_early()
         _private_progress_lock()
         if payload is None:  # not forked: the parent sends it once we are running
             conn.send(Hello(spec.rank))
@@ -291,7 +290,7 @@ def _compute_run(conn, spec, payload, queues, feed, cancel, gen, state):
         set_frame_source(client)
         if spec.kind == "gpu":  # its CUDA context while the readers read the first frames
             _analysis_of(func)._warm_up()
-            mark("warm", spec.kind, rank=spec.rank, cuda_start=cuda_start_span[:])
+            mark("warm", spec.kind, rank=spec.rank, cuda_start=cuda.cuda_start_span[:])
     while True:
         msg = conn.recv() if client is None else client.next_message()
         if isinstance(msg, Stop):

@@ -49,15 +49,15 @@ def build_parser():
 
 def cuda_line() -> str:
     """One line on the GPUs this process sees (initialises CUDA when the build has it)."""
-    from mdakit_fastrdf.engine import cuda_devices, cuda_unavailable_reason
+    from mdakit_fastrdf.engine import cuda
 
-    why = cuda_unavailable_reason()
+    why = cuda.cuda_unavailable_reason()
     if why is not None:
         return f"none: {why}"
     return "; ".join(
         f"cuda:{d['index']} {d['name']} (sm_{d['compute_capability'][0]}{d['compute_capability'][1]}, "
         f"{d['total_memory'] / 2**30:.0f} GiB, {d['multiprocessors']} SMs)"
-        for d in cuda_devices()
+        for d in cuda.cuda_devices()
     )
 
 

@@ -210,10 +210,10 @@ def _cuda_problem(device: str, in_this_process: bool) -> str | None:
     """
     index = int(device.partition(":")[2] or 0)
     if in_this_process:
-        from mdakit_fastrdf.engine import cuda_devices, cuda_unavailable_reason
+        from mdakit_fastrdf.engine import cuda
 
-        why = cuda_unavailable_reason()
-        count = 0 if why else len(cuda_devices())
+        why = cuda.cuda_unavailable_reason()
+        count = 0 if why else len(cuda.cuda_devices())
     else:
         try:
             import tempfile
@@ -256,10 +256,10 @@ def _blocks(text: str) -> int:
 
 
 def _device(text: str) -> str:
-    from mdakit_fastrdf.engine import validate_device
+    from mdakit_fastrdf.engine import cuda
 
     try:
-        return validate_device(text)
+        return cuda.validate_device(text)
     except (TypeError, ValueError) as exc:
         # the engine's message starts with "device='cuda': ..." when it names the value
         message = re.sub(r"^device=('[^']*'|\"[^\"]*\"):\s*", "", str(exc))

@@ -55,7 +55,7 @@ import numpy as np
 
 from . import (
     _cpu_module,
-    _cuda_init,
+    cuda,
     resolve_device,
     validate_device,
     validate_n_threads,
@@ -277,7 +277,7 @@ class KSpaceEngine:
         if self.device_used == "cpu":
             return None
         index = int(self.device_used.split(":")[1])
-        m = _cuda_init()
+        m = cuda._cuda_init()
         count = m.device_count()
         if index >= count:
             raise ValueError(f"device={self.device!r}: there is no CUDA device {index} (found {count})")

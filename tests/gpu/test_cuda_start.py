@@ -1,4 +1,4 @@
-"""GPU workers start the NVIDIA driver in turn (engine.start_cuda_early): the lock they take,
+"""GPU workers start the NVIDIA driver in turn (engine.cuda.start_cuda_early): the lock they take,
 and the engine waiting for the early start. No GPU needed: the start is a stand-in."""
 
 import os

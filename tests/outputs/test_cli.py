@@ -320,8 +320,9 @@ def test_outputs_checked_before_computing(args, message, tmp_path, monkeypatch, 
 
 
 def _fake_cuda(monkeypatch, reason, n_devices=0):
-    """A CUDA build whose GPU check gives `reason` (None: `n_devices` usable GPUs)."""
-    from mdakit_fastrdf import engine
+    """A CUDA build whose GPU check gives `reason` (None: `n_devices` usable GPUs), patched
+    on engine.cuda, where the command line looks the probe up."""
+    from mdakit_fastrdf.engine import cuda as engine
 
     real = engine.validate_device
 
@@ -361,9 +362,10 @@ def test_cuda_index_beyond_the_gpus(tmp_path, monkeypatch, capsys):
 def test_cuda_check_of_a_parallel_run_leaves_this_process_alone(tmp_path, monkeypatch, capsys):
     # with workers forked from this process, CUDA must not be initialised here: the check runs
     # in another interpreter, which imports the real engine (here: a build without CUDA)
-    from mdakit_fastrdf import engine
+    from mdakit_fastrdf import build_info
+    from mdakit_fastrdf.engine import cuda as engine
 
-    if engine.build_info()["cuda"]:
+    if build_info()["cuda"]:
         pytest.skip("a CUDA build: whether this machine has a GPU decides the outcome")
     _fake_cuda(monkeypatch, None, n_devices=1)
 

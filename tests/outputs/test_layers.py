@@ -170,7 +170,8 @@ def test_the_import_graph_sees_deferred_imports():
     # a top-level and a function-level import of the backends' node module
     assert "mdakit_fastrdf.backends.node" in graph["mdakit_fastrdf.backends.mixin"]
     assert "mdakit_fastrdf.backends.node" in graph["mdakit_fastrdf.backends.dask_backend"]
-    assert "mdakit_fastrdf.engine" in graph["mdakit_fastrdf.backends.topology"]
+    # (a function-level import of a submodule: the CUDA probe, engine/cuda.py)
+    assert "mdakit_fastrdf.engine.cuda" in graph["mdakit_fastrdf.backends.topology"]
     # the command line is a package of its own, the top layer
     assert "mdakit_fastrdf.cli.commands" in graph["mdakit_fastrdf.cli.app"]
     assert {_layer(m) for m in graph if m.startswith("mdakit_fastrdf.cli")} == {"cli"}
