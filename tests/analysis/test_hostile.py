@@ -410,10 +410,10 @@ def test_prepared_box_is_mdanalysis_box(lengths, angles):
     (``box_volume``) bit for bit, and a box whose angles make no cell is a ValueError."""
     from MDAnalysis.lib.mdamath import box_volume, triclinic_vectors
 
-    from mdakit_fastrdf import engine
+    from mdakit_fastrdf.engine import box as box_module
 
     dims = np.array([*lengths, *angles], dtype=np.float32)
-    engine._last_box = None  # not the box of an earlier example
+    box_module._last_box = None  # not the box of an earlier example (prepare_box's cache)
     reference = triclinic_vectors(dims)
     if not np.any(reference):
         with pytest.raises(ValueError, match="box"):
