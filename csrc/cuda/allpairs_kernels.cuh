@@ -24,10 +24,7 @@ template <typename T, class Box, class Rule, bool Labels, bool Global, bool Wind
           bool Packed = false, int Threads = kThreads>
 __global__ void __launch_bounds__(Threads)
     histogram_kernel(const KernelArgs a, const Box box, const Rule rule) {
-    extern __shared__ __align__(16) unsigned char smem[];
-    float4* jt = reinterpret_cast<float4*>(smem);
-    float4* jbox = jt + Threads;
-    uint32_t* hist = reinterpret_cast<uint32_t*>(smem + tile_bytes(Threads));
+    FASTRDF_BLOCK_SHARED(Threads);
 
     const Task t = a.tasks[blockIdx.x];
     const int lo = blockIdx.y * a.window;

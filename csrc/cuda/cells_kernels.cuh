@@ -37,10 +37,7 @@ __device__ __forceinline__ void flush_cells(uint32_t* hist, int copies, int nbin
 template <typename T, class Box, class Rule, bool Labels, bool Global>
 __global__ void __launch_bounds__(kCellThreads)
     cell_kernel(const CellKernelArgs a, const Box box, const Rule rule) {
-    extern __shared__ __align__(16) unsigned char smem[];
-    float4* jt = reinterpret_cast<float4*>(smem);
-    float4* jbox = jt + kCellThreads;
-    uint32_t* hist = reinterpret_cast<uint32_t*>(smem + tile_bytes(kCellThreads));
+    FASTRDF_BLOCK_SHARED(kCellThreads);
 
     const CellTask t = a.tasks[blockIdx.x];
     const int sa = a.pairs[2 * t.pair], sb = a.pairs[2 * t.pair + 1];

@@ -51,6 +51,16 @@ __device__ __forceinline__ void load_tile(float4* jt, float4* jbox, const float4
     }
 }
 
+// A block's dynamic shared memory, as both kernels lay it out: declares jt (the tile of
+// `threads` j atoms), jbox (the bounds of its chunks; tile_bytes in all) and hist (the counters,
+// then the filter's queues). A macro, not a function: a helper returning the pointers changed
+// the kernels' register allocation (same instructions, other registers).
+#define FASTRDF_BLOCK_SHARED(threads)                     \
+    extern __shared__ __align__(16) unsigned char smem[]; \
+    float4* jt = reinterpret_cast<float4*>(smem);         \
+    float4* jbox = jt + threads;                          \
+    uint32_t* hist = reinterpret_cast<uint32_t*>(smem + tile_bytes(threads))
+
 // All pairs of this thread's i atoms with the j atoms in shared memory. Tri: same-species
 // task on the diagonal, only j > i counts. Padding i atoms are NaN: never in range. Every
 // pair is computed; exclusions (Tri, Labels) and the range only mask the increment.
