@@ -11,11 +11,26 @@ namespace fastrdf::gpu {
 
 namespace {
 
-// The bounds of one thread's span of atoms (pack_span).
+// The lowest and highest of each of three values over all taken (constant indices only, so
+// that each stays in a register).
+template <typename T>
+struct Bounds3 {
+    T lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    void take(T a, T b, T c) {
+        lo[0] = std::min(lo[0], a);
+        lo[1] = std::min(lo[1], b);
+        lo[2] = std::min(lo[2], c);
+        hi[0] = std::max(hi[0], a);
+        hi[1] = std::max(hi[1], b);
+        hi[2] = std::max(hi[2], c);
+    }
+};
+
+// The bounds of one thread's span of atoms (pack_span): of x, y, z and (Projections) f_k . x.
 struct Span {
     bool finite = true;
-    float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
-    double plo[3] = {INFINITY, INFINITY, INFINITY}, phi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    Bounds3<float> xyz;
+    Bounds3<double> proj;
 };
 
 // Packs atoms [b, e) of xyz into packed and takes their bounds into sp; with Projections also
@@ -24,18 +39,12 @@ template <bool Projections>
 void pack_span(const FrameProblem& p, const float* xyz, float4* packed, const double (&fco)[3][3],
                std::size_t b, std::size_t e, Span& sp) {
     bool fin = true;
-    float l0 = INFINITY, l1 = INFINITY, l2 = INFINITY, h0 = -INFINITY, h1 = -INFINITY, h2 = -INFINITY;
-    double pl0 = INFINITY, pl1 = INFINITY, pl2 = INFINITY;
-    double ph0 = -INFINITY, ph1 = -INFINITY, ph2 = -INFINITY;
+    Bounds3<float> bx;
+    Bounds3<double> bp;
     for (std::size_t i = b; i < e; ++i) {
         const float x = xyz[3 * i], y = xyz[3 * i + 1], z = xyz[3 * i + 2];
         fin &= std::isfinite(x) & std::isfinite(y) & std::isfinite(z);
-        l0 = std::min(l0, x);
-        l1 = std::min(l1, y);
-        l2 = std::min(l2, z);
-        h0 = std::max(h0, x);
-        h1 = std::max(h1, y);
-        h2 = std::max(h2, z);
+        bx.take(x, y, z);
         const int32_t lab = p.labels ? p.labels[i] : 0;
         float w;
         std::memcpy(&w, &lab, sizeof(float));
@@ -45,19 +54,12 @@ void pack_span(const FrameProblem& p, const float* xyz, float4* packed, const do
             const double v0 = fco[0][0] * xd + fco[0][1] * yd + fco[0][2] * zd;
             const double v1 = fco[1][0] * xd + fco[1][1] * yd + fco[1][2] * zd;
             const double v2 = fco[2][0] * xd + fco[2][1] * yd + fco[2][2] * zd;
-            pl0 = std::min(pl0, v0);
-            pl1 = std::min(pl1, v1);
-            pl2 = std::min(pl2, v2);
-            ph0 = std::max(ph0, v0);
-            ph1 = std::max(ph1, v1);
-            ph2 = std::max(ph2, v2);
+            bp.take(v0, v1, v2);
         }
     }
-    sp.plo[0] = pl0; sp.plo[1] = pl1; sp.plo[2] = pl2;
-    sp.phi[0] = ph0; sp.phi[1] = ph1; sp.phi[2] = ph2;
+    sp.proj = bp;
     sp.finite = fin;
-    sp.lo[0] = l0; sp.lo[1] = l1; sp.lo[2] = l2;
-    sp.hi[0] = h0; sp.hi[1] = h1; sp.hi[2] = h2;
+    sp.xyz = bx;
 }
 
 }  // namespace
@@ -131,11 +133,11 @@ inline void Histogrammer::Impl::pack_frame(const FrameProblem& p, const float* x
     for (const Span& sp : spans) {
         finite &= sp.finite;
         for (int d = 0; d < 3; ++d) {
-            lo[d] = std::min(lo[d], sp.lo[d]);
-            hi[d] = std::max(hi[d], sp.hi[d]);
+            lo[d] = std::min(lo[d], sp.xyz.lo[d]);
+            hi[d] = std::max(hi[d], sp.xyz.hi[d]);
             if (projections) {
-                plo[d] = std::min(plo[d], sp.plo[d]);
-                phi[d] = std::max(phi[d], sp.phi[d]);
+                plo[d] = std::min(plo[d], sp.proj.lo[d]);
+                phi[d] = std::max(phi[d], sp.proj.hi[d]);
             }
         }
     }
