@@ -13,6 +13,7 @@
 
 namespace py = pybind11;
 using namespace fastrdf;
+using namespace pybind11::literals;  // "name"_a = value: the launch and device dicts
 
 #ifndef FASTRDF_CUDA_ARCHS
 #define FASTRDF_CUDA_ARCHS "unknown"
@@ -70,23 +71,14 @@ class CudaHistogrammer {
 
     py::dict last_launch() const {
         const gpu::LaunchInfo& l = h_.last_launch();
-        py::dict d;
-        d["kernel"] = l.kernel;
-        d["sweeps"] = l.sweeps;
-        d["window"] = l.window;
-        d["copies"] = l.copies;
-        d["tasks"] = l.tasks;
-        d["threads"] = l.threads;
-        d["rule"] = l.rule;
-        d["method"] = l.method;
-        d["cells"] = py::make_tuple(l.cells[0], l.cells[1], l.cells[2]);
-        d["cell_k"] = l.cell_k;
-        d["dense"] = l.dense;
-        d["sorted"] = l.sorted;
-        d["image_chunks"] = py::make_tuple(l.image_chunks[0], l.image_chunks[1], l.image_chunks[2]);
-        d["filter_delta"] = l.filter_delta;
-        d["settled"] = l.settled;
-        return d;
+        return py::dict("kernel"_a = l.kernel, "sweeps"_a = l.sweeps, "window"_a = l.window,
+                        "copies"_a = l.copies, "tasks"_a = l.tasks, "threads"_a = l.threads,
+                        "rule"_a = l.rule, "method"_a = l.method,
+                        "cells"_a = py::make_tuple(l.cells[0], l.cells[1], l.cells[2]),
+                        "cell_k"_a = l.cell_k, "dense"_a = l.dense, "sorted"_a = l.sorted,
+                        "image_chunks"_a = py::make_tuple(l.image_chunks[0], l.image_chunks[1],
+                                                          l.image_chunks[2]),
+                        "filter_delta"_a = l.filter_delta, "settled"_a = l.settled);
     }
 
     bool pending() const { return h_.pending(); }
@@ -108,16 +100,12 @@ py::list devices() {
     const int n = gpu::device_count(nullptr);
     for (int k = 0; k < n; ++k) {
         const gpu::DeviceInfo d = gpu::device_info(k);
-        py::dict e;
-        e["index"] = d.index;
-        e["name"] = d.name;
-        e["compute_capability"] = py::make_tuple(d.cc_major, d.cc_minor);
-        e["total_memory"] = d.total_memory;
-        e["multiprocessors"] = d.multiprocessors;
-        e["shared_per_block_optin"] = d.shared_per_block_optin;
-        e["shared_per_multiprocessor"] = d.shared_per_multiprocessor;
-        e["l2_bytes"] = d.l2_bytes;
-        out.append(e);
+        out.append(py::dict("index"_a = d.index, "name"_a = d.name,
+                            "compute_capability"_a = py::make_tuple(d.cc_major, d.cc_minor),
+                            "total_memory"_a = d.total_memory, "multiprocessors"_a = d.multiprocessors,
+                            "shared_per_block_optin"_a = d.shared_per_block_optin,
+                            "shared_per_multiprocessor"_a = d.shared_per_multiprocessor,
+                            "l2_bytes"_a = d.l2_bytes));
     }
     return out;
 }

@@ -8,6 +8,7 @@
 #include "kspace_args.hpp"
 
 namespace py = pybind11;
+using namespace pybind11::literals;  // "name"_a = value
 
 namespace fastrdf {
 
@@ -32,14 +33,9 @@ class KSpaceCuda {
 
     py::dict last_launch() const {
         const gpu::KSpaceLaunch& l = sums_.last_launch();
-        py::dict d;
-        d["tasks"] = l.tasks;
-        d["blocks"] = l.blocks;
-        d["chunk_atoms"] = l.chunk_atoms;
-        d["super_chunk"] = l.super_chunk;
-        d["super_chunks"] = l.super_chunks;
-        d["table_bytes"] = l.table_bytes;
-        return d;
+        return py::dict("tasks"_a = l.tasks, "blocks"_a = l.blocks, "chunk_atoms"_a = l.chunk_atoms,
+                        "super_chunk"_a = l.super_chunk, "super_chunks"_a = l.super_chunks,
+                        "table_bytes"_a = l.table_bytes);
     }
 
     int device() const { return sums_.device(); }
