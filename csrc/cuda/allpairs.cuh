@@ -62,17 +62,8 @@ void launch_allpairs(LaunchInfo& launch, const KernelArgs& a, const Box& box, co
 #define FASTRDF_ALLPAIRS_INSTANCES(EXTERN, B) \
     FASTRDF_ALLPAIRS_FAST(EXTERN, B)          \
     FASTRDF_RULE_INSTANCES(FASTRDF_ALLPAIRS_LAUNCHER, EXTERN, B)
-// The float filter's launchers of box template B and filter rule F (FilterFrom0 or
-// FilterFromMin, filter.cuh): double precision through float kernels, in translation units of
-// their own (allpairs_<box>_filter*.cu), which compile in parallel with the others.
-#define FASTRDF_ALLPAIRS_FILTER_INSTANCES(EXTERN, B, F) \
-    EXTERN template FASTRDF_ALLPAIRS_LAUNCHER(float, B<float>, F<B>)
 
-#define FASTRDF_ALLPAIRS_EXTERN(B) FASTRDF_ALLPAIRS_INSTANCES(extern, B);
-#define FASTRDF_ALLPAIRS_FILTER_EXTERN(B, F) FASTRDF_ALLPAIRS_FILTER_INSTANCES(extern, B, F);
-FASTRDF_BOXES(FASTRDF_ALLPAIRS_EXTERN)
-FASTRDF_FILTER_BOXES(FASTRDF_ALLPAIRS_FILTER_EXTERN, FilterFrom0)
-FASTRDF_FILTER_BOXES(FASTRDF_ALLPAIRS_FILTER_EXTERN, FilterFromMin)
+FASTRDF_EXTERN_INSTANCES(FASTRDF_ALLPAIRS_INSTANCES, FASTRDF_ALLPAIRS_LAUNCHER)
 
 }  // namespace detail
 }  // namespace gpu

@@ -6,7 +6,7 @@ namespace fastrdf {
 namespace gpu {
 namespace detail {
 
-FASTRDF_ALLPAIRS_FILTER_INSTANCES(, OrthoBoxScaled, FilterFromMin);
+FASTRDF_FILTER_INSTANCE(FASTRDF_ALLPAIRS_LAUNCHER, , OrthoBoxScaled, FilterFromMin);
 
 }  // namespace detail
 }  // namespace gpu

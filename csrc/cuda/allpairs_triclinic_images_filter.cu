@@ -6,7 +6,7 @@ namespace fastrdf {
 namespace gpu {
 namespace detail {
 
-FASTRDF_ALLPAIRS_FILTER_INSTANCES(, TriclinicImages, FilterFrom0);
+FASTRDF_FILTER_INSTANCE(FASTRDF_ALLPAIRS_LAUNCHER, , TriclinicImages, FilterFrom0);
 
 }  // namespace detail
 }  // namespace gpu

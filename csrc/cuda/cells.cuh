@@ -78,17 +78,8 @@ void launch_cells(const LaunchInfo& launch, const CellKernelArgs& a, const Box& 
 // hands them. EXTERN: `extern` (declarations, below) or nothing (cells_<box>.cu).
 #define FASTRDF_CELLS_INSTANCES(EXTERN, B) \
     FASTRDF_RULE_INSTANCES(FASTRDF_CELLS_LAUNCHER, EXTERN, B)
-// The float filter's launchers of box template B and filter rule F (FilterFrom0 or
-// FilterFromMin, filter.cuh): double precision through float kernels, in translation units of
-// their own (cells_<box>_filter*.cu), which compile in parallel with the others.
-#define FASTRDF_CELLS_FILTER_INSTANCES(EXTERN, B, F) \
-    EXTERN template FASTRDF_CELLS_LAUNCHER(float, B<float>, F<B>)
 
-#define FASTRDF_CELLS_EXTERN(B) FASTRDF_CELLS_INSTANCES(extern, B);
-#define FASTRDF_CELLS_FILTER_EXTERN(B, F) FASTRDF_CELLS_FILTER_INSTANCES(extern, B, F);
-FASTRDF_BOXES(FASTRDF_CELLS_EXTERN)
-FASTRDF_FILTER_BOXES(FASTRDF_CELLS_FILTER_EXTERN, FilterFrom0)
-FASTRDF_FILTER_BOXES(FASTRDF_CELLS_FILTER_EXTERN, FilterFromMin)
+FASTRDF_EXTERN_INSTANCES(FASTRDF_CELLS_INSTANCES, FASTRDF_CELLS_LAUNCHER)
 
 }  // namespace detail
 }  // namespace gpu

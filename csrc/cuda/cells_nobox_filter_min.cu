@@ -6,7 +6,7 @@ namespace fastrdf {
 namespace gpu {
 namespace detail {
 
-FASTRDF_CELLS_FILTER_INSTANCES(, NoBox, FilterFromMin);
+FASTRDF_FILTER_INSTANCE(FASTRDF_CELLS_LAUNCHER, , NoBox, FilterFromMin);
 
 }  // namespace detail
 }  // namespace gpu

@@ -6,7 +6,7 @@ namespace fastrdf {
 namespace gpu {
 namespace detail {
 
-FASTRDF_CELLS_FILTER_INSTANCES(, OrthoBox, FilterFromMin);
+FASTRDF_FILTER_INSTANCE(FASTRDF_CELLS_LAUNCHER, , OrthoBox, FilterFromMin);
 
 }  // namespace detail
 }  // namespace gpu

@@ -6,7 +6,7 @@ namespace fastrdf {
 namespace gpu {
 namespace detail {
 
-FASTRDF_CELLS_FILTER_INSTANCES(, TriclinicNoImages, FilterFrom0);
+FASTRDF_FILTER_INSTANCE(FASTRDF_CELLS_LAUNCHER, , TriclinicNoImages, FilterFrom0);
 
 }  // namespace detail
 }  // namespace gpu

@@ -6,7 +6,7 @@ namespace fastrdf {
 namespace gpu {
 namespace detail {
 
-FASTRDF_CELLS_FILTER_INSTANCES(, TriclinicImages, FilterFromMin);
+FASTRDF_FILTER_INSTANCE(FASTRDF_CELLS_LAUNCHER, , TriclinicImages, FilterFromMin);
 
 }  // namespace detail
 }  // namespace gpu

@@ -4,13 +4,14 @@
 // <method>_<box>[_filter[_min]].cu defines one row of them.
 #pragma once
 
-// X(B) for every box template of the kernels.
-#define FASTRDF_BOXES(X)                                                                   \
-    X(NoBox) X(OrthoBox) X(OrthoBoxScaled) X(OrthoSlabBox) X(TriclinicSlab)                \
-    X(TriclinicNoImages) X(TriclinicImages)
-// X(B, F) for every box template of the float filter, with its filter rule F.
-#define FASTRDF_FILTER_BOXES(X, F) \
-    X(NoBox, F) X(OrthoBox, F) X(OrthoBoxScaled, F) X(TriclinicNoImages, F) X(TriclinicImages, F)
+// X(A, B) for every box template B of the kernels (A: passed through).
+#define FASTRDF_BOXES(X, A)                                                                \
+    X(A, NoBox) X(A, OrthoBox) X(A, OrthoBoxScaled) X(A, OrthoSlabBox) X(A, TriclinicSlab) \
+    X(A, TriclinicNoImages) X(A, TriclinicImages)
+// X(A, B, F) for every box template B of the float filter, with its filter rule F.
+#define FASTRDF_FILTER_BOXES(X, A, F)                                                   \
+    X(A, NoBox, F) X(A, OrthoBox, F) X(A, OrthoBoxScaled, F) X(A, TriclinicNoImages, F) \
+    X(A, TriclinicImages, F)
 // The rules that Histogrammer::Impl::with_rule hands launcher L of box template B. EXTERN:
 // `extern` (declarations) or nothing (definitions).
 #define FASTRDF_RULE_INSTANCES(L, EXTERN, B)                 \
@@ -18,3 +19,16 @@
     EXTERN template L(float, B<float>, FloatRule<false>);    \
     EXTERN template L(float, B<float>, ExactRule<float>);    \
     EXTERN template L(double, B<double>, ExactRule<double>)
+// Launcher L of the float filter's rule F (FilterFrom0 or FilterFromMin, filter.cuh) in box
+// template B: double precision through float kernels, each in a translation unit of its own
+// (<method>_<box>_filter[_min].cu) so that they compile in parallel.
+#define FASTRDF_FILTER_INSTANCE(L, EXTERN, B, F) EXTERN template L(float, B<float>, F<B>)
+
+// The declarations of a family's instances: INSTANCES(extern, B) for every box template B,
+// and launcher L for every box and rule of the float filter.
+#define FASTRDF_EXTERN_BOX(INSTANCES, B) INSTANCES(extern, B);
+#define FASTRDF_EXTERN_FILTER(L, B, F) FASTRDF_FILTER_INSTANCE(L, extern, B, F);
+#define FASTRDF_EXTERN_INSTANCES(INSTANCES, L)                    \
+    FASTRDF_BOXES(FASTRDF_EXTERN_BOX, INSTANCES)                  \
+    FASTRDF_FILTER_BOXES(FASTRDF_EXTERN_FILTER, L, FilterFrom0)   \
+    FASTRDF_FILTER_BOXES(FASTRDF_EXTERN_FILTER, L, FilterFromMin)
