@@ -171,7 +171,7 @@ def _widths(box) -> np.ndarray:
                      vol / np.linalg.norm(np.cross(a, b))])
 
 
-def unwrap_positions(positions, dimensions) -> np.ndarray:
+def unwrap_positions(positions, dimensions, n_threads=None) -> np.ndarray:
     r"""Positions made whole from consecutive frames, as MDAnalysis's ``NoJump`` does.
 
     Each frame's step from the last is taken to its minimum image in fractional coordinates
@@ -191,6 +191,9 @@ def unwrap_positions(positions, dimensions) -> np.ndarray:
         Positions (Å) of F consecutive analysed frames, wrapped or not.
     dimensions : array_like, (F, 6)
         The boxes, MDAnalysis ``[a, b, c, alpha, beta, gamma]``.
+    n_threads : int, optional
+        CPU threads of the compiled pass, over ranges of atoms (None: all the process may
+        use).
 
     Returns
     -------
@@ -203,7 +206,9 @@ def unwrap_positions(positions, dimensions) -> np.ndarray:
         smallest perpendicular width (the stride between analysed frames is too long to
         unwrap: atoms may have moved half a box unseen).
     """
-    pos = np.ascontiguousarray(positions, dtype=np.float64)  # (and so is the result)
+    from ..engine.displacements import unwrap
+
+    pos = np.asarray(positions)
     dims = np.asarray(dimensions, dtype=np.float64)
     if pos.ndim != 3 or pos.shape[2] != 3 or dims.shape != (pos.shape[0], 6):
         raise ValueError(f"positions must be (F, N, 3) and dimensions (F, 6), got "
@@ -211,23 +216,22 @@ def unwrap_positions(positions, dimensions) -> np.ndarray:
     if np.any(~np.isfinite(dims)) or np.any(dims[:, :3] <= 0):
         raise ValueError("dimensions: every frame needs a periodic box to unwrap its "
                          "positions")
-    boxes = _box_matrices(dims)
-    out = np.empty_like(pos)
-    out[0] = pos[0]
-    for t in range(1, len(pos)):
-        inv = np.linalg.inv(boxes[t])
-        df = (pos[t] - pos[t - 1]) @ inv
-        df -= np.round(df)
-        step = df @ boxes[t]
-        width = _widths(boxes[t]).min()
-        longest = float(np.sqrt(np.max(np.sum(step * step, axis=1)))) if len(step) else 0.0
-        if longest > MAX_STEP_FRACTION * width:
-            raise ValueError(
-                f"an atom moved {longest:.3g} Å between analysed frames {t - 1} and {t}, more "
-                f"than {MAX_STEP_FRACTION} of the box's smallest width ({width:.3g} Å): atoms "
-                f"may have moved half a box unseen, so displacements cannot be made whole. "
-                f"Analyse consecutive frames (step=1) or save frames more often")
-        out[t] = out[t - 1] + step
+    if len(pos) == 0:
+        return np.empty(pos.shape, dtype=np.float64)
+    # (each distinct box built and inverted once: a box that does not change is one)
+    distinct, which = np.unique(dims, axis=0, return_inverse=True)
+    which = which.reshape(-1)
+    boxes = _box_matrices(distinct)
+    out, longest = unwrap(pos, boxes[which], np.linalg.inv(boxes)[which], n_threads)
+    widths = np.array([_widths(b).min() for b in boxes])[which]
+    bad = np.flatnonzero(longest > MAX_STEP_FRACTION * widths)
+    if bad.size:
+        t = int(bad[0])
+        raise ValueError(
+            f"an atom moved {longest[t]:.3g} Å between analysed frames {t - 1} and {t}, more "
+            f"than {MAX_STEP_FRACTION} of the box's smallest width ({widths[t]:.3g} Å): atoms "
+            f"may have moved half a box unseen, so displacements cannot be made whole. "
+            f"Analyse consecutive frames (step=1) or save frames more often")
     return out
 
 

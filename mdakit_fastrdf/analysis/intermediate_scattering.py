@@ -160,7 +160,8 @@ class IntermediateScattering(CorrelationRun, PairHistogramBase):
     Raises
     ------
     ValueError
-        No periodic box, a box that changes (this analysis is for constant volume), a shell
+        No periodic box, a box that changes with ``coherent=True`` (the coherent part is
+        for constant volume; the self part alone takes a changing box), a shell
         without a reciprocal vector, lags beyond the run, frames not evenly spaced in time,
         a stride too long to unwrap positions, or more memory than the machine has.
 
@@ -323,11 +324,16 @@ class IntermediateScattering(CorrelationRun, PairHistogramBase):
         ts = self._ts
         dims = np.asarray(ts.dimensions, dtype=np.float64) if ts.dimensions is not None \
             else None
-        if dims is None or not np.allclose(dims, self._dims, rtol=1e-6, atol=0.0):
+        if dims is None or prepare_box(dims).kind == NO_BOX:
+            raise ValueError(f"frame {ts.frame} has no periodic box: IntermediateScattering "
+                             f"needs one in every frame")
+        if self.coherent and not np.allclose(dims, self._dims, rtol=1e-6, atol=0.0):
             raise ValueError(
                 f"the box of frame {ts.frame} ({dims}) differs from the first one "
-                f"({self._dims}): IntermediateScattering is for a constant box (NVT); the "
-                f"reciprocal vectors of a changing box are not the same vectors")
+                f"({self._dims}): the coherent F(q, t) is for a constant box (NVT), the "
+                f"reciprocal vectors of a changing box not being the same vectors. The self "
+                f"part takes a changing box (NPT): IntermediateScattering(..., "
+                f"coherent=False)")
         self._store_frame("frame_time", ts.time)
         self._store_frame("frame_box", dims)
         if self.coherent:
@@ -396,7 +402,7 @@ class IntermediateScattering(CorrelationRun, PairHistogramBase):
         if self.self_part:
             from ..engine.displacements import sinc_sums
 
-            pos = unwrap_positions(res.frame_positions, res.frame_box)
+            pos = unwrap_positions(res.frame_positions, res.frame_box, self.n_threads)
             species = np.repeat(np.arange(len(self.groups), dtype=np.int32), sizes.astype(int))
             n0 = np.array([len(origin_frames(n_frames, tau, self.origins)) for tau in lags])
             sums = sinc_sums(pos, origin_frames(n_frames, 0, self.origins), lags, species,

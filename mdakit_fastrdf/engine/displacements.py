@@ -23,7 +23,7 @@ import numpy as np
 
 from . import _cpu_module
 
-__all__ = ["displacement_histogram", "sinc_sums"]
+__all__ = ["displacement_histogram", "sinc_sums", "unwrap"]
 
 
 def _args(positions, origins, lags, species):
@@ -67,3 +67,30 @@ def sinc_sums(positions, origins, lags, species, n_species, q, n_threads=None) -
     pos, t0, tau, sp = _args(positions, origins, lags, species)
     return _cpu_module().sinc_sums(pos, t0, tau, sp, int(n_species),
                                    np.ascontiguousarray(q, dtype=np.float64), int(n_threads or 0))
+
+
+def unwrap(positions, boxes, inverses, n_threads=None):
+    r"""Positions made whole from consecutive frames: ``(out, longest)``, `out` the
+    ``(F, N, 3)`` float64 positions, `longest` ``(F,)`` the longest minimum-image step into
+    each frame (0 for the first), which the caller checks.
+
+    Each step :math:`\mathbf{d} = \mathbf{r}_t - \mathbf{r}_{t-1}` (float64) becomes
+    :math:`[\mathbf{f} - \mathrm{round}(\mathbf{f})] H_t` with
+    :math:`\mathbf{f} = \mathbf{d} H_t^{-1}` (round half to even, as :func:`numpy.round`),
+    accumulated from the first frame.
+
+    Parameters
+    ----------
+    positions : array_like, (F, N, 3)
+        float32 (read as it is) or any real type (as float64).
+    boxes, inverses : array_like, (F, 3, 3)
+        Each frame's box (rows a, b, c) and its inverse.
+    n_threads : int, optional
+        CPU threads, over ranges of atoms (None: all the process may use).
+    """
+    pos = np.asarray(positions)
+    if not (pos.dtype == np.float32 and pos.flags.c_contiguous):
+        pos = np.ascontiguousarray(pos, dtype=np.float64)
+    return _cpu_module().unwrap(pos, np.ascontiguousarray(boxes, dtype=np.float64),
+                                np.ascontiguousarray(inverses, dtype=np.float64),
+                                int(n_threads or 0))
