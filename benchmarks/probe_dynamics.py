@@ -1,0 +1,65 @@
+"""Thread scaling of the CPU k-space amplitudes, and (with devices as arguments) a profile of IntermediateScattering, at IntermediateScattering's size (one
+frame of 16,000 atoms over the ~1,850 half-space vectors with |q| <= 1.2 1/A of a 54.3 A
+box): ms a call and terms/s per thread count.
+
+    python benchmarks/probe_dynamics.py [cpu cuda]
+"""
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import describe  # noqa: E402
+
+from mdakit_fastrdf.engine.kspace import KSpaceEngine, reciprocal_vectors  # noqa: E402
+
+L = 54.288353
+rng = np.random.default_rng(0)
+pos = (rng.random((16000, 3)) * L).astype(np.float32)
+box = np.diag([L] * 3)
+n, _ = reciprocal_vectors(box, q_max=1.2)
+off = np.array([0, len(pos)], dtype=np.int64)
+print(describe())
+print(f"{len(pos)} atoms, {len(n)} vectors")
+print("| threads | ms a call | G terms/s |\n|---|---|---|")
+counts = [1, 2, 4, 8, os.cpu_count()]
+for t in sorted(set(c for c in counts if c <= os.cpu_count())):
+    eng = KSpaceEngine(device="cpu", n_threads=t)
+    eng.amplitudes(pos, off, box, n)
+    best = 1e9
+    for _ in range(5):
+        t0 = time.perf_counter()
+        eng.amplitudes(pos, off, box, n)
+        best = min(best, time.perf_counter() - t0)
+    print(f"| {t} | {best * 1e3:.2f} | {len(pos) * len(n) / best / 1e9:.1f} |")
+
+# where a coherent IntermediateScattering run of the same size spends its time, per device
+# (cProfile, top functions by own time): 500 frames of the Brownian DCD of bench_dynamics
+if len(sys.argv) > 1:
+    import cProfile
+    import pstats
+
+    import MDAnalysis as mda
+    from bench_dynamics import shells, write_brownian
+
+    from mdakit_fastrdf import IntermediateScattering
+
+    path = os.path.join("/tmp", "probe_16000_500.dcd")
+    if not os.path.exists(path):
+        write_brownian(path, 16000, 500)
+    u = mda.Universe.empty(16000, trajectory=True)
+    u.load_new(path, format="DCD")
+    q, dq, nv, _ = shells(float(u.dimensions[0]), 1.2)
+    for device in sys.argv[1:]:
+        kw = dict(q=q, lags=100, dq=dq, self_part=False, by=[u.atoms], device=device)
+        IntermediateScattering(u.atoms, **{**kw, "lags": 2}).run(stop=5)
+        t0 = time.perf_counter()
+        IntermediateScattering(u.atoms, **kw).run()
+        print(f"\n{device}: {time.perf_counter() - t0:.2f} s, {len(nv)} vectors")
+        prof = cProfile.Profile()
+        prof.enable()
+        IntermediateScattering(u.atoms, **kw).run()
+        prof.disable()
+        pstats.Stats(prof).sort_stats("tottime").print_stats(10)
