@@ -267,8 +267,10 @@ class VanHove(dynamics.CorrelationRun, BoxStatistics, PairHistogramBase):
         origins = [self._origins(index, n_own, int(tau)) for tau in self.lags]
         if self.self_part:
             rows = np.concatenate(self._rows_of(self._self_groups)[0])
-            pos = dynamics.unwrap_positions(self._kept_positions[:, rows], self._kept_dims,
-                                            self.worker_threads)
+            kept = self._kept_positions
+            if len(rows) != kept.shape[1] or np.any(rows != np.arange(len(rows))):
+                kept = kept[:, rows]  # (the self groups' atoms, when not all in order)
+            pos = dynamics.unwrap_positions(kept, self._kept_dims, self.worker_threads)
             # (every lag's origins: those of lag 0 with t0 + lag held here)
             res.count_self = self._self_counts(pos, self._origins(index, n_own, 0),
                                                self.bin_edges)
