@@ -35,6 +35,36 @@ for t in sorted(set(c for c in counts if c <= os.cpu_count())):
         best = min(best, time.perf_counter() - t0)
     print(f"| {t} | {best * 1e3:.2f} | {len(pos) * len(n) / best / 1e9:.1f} |")
 
+# the GPU's call: its fixed cost (16 atoms) against its cost a term, and NumPy's FFT beside
+# SciPy's threaded one at the correlations' size (the vectors' 1,024-point transforms)
+if "cuda" in sys.argv[1:]:
+    eng = KSpaceEngine(device="cuda")
+    print("\n| GPU call: atoms | vectors | ms a call | G terms/s |\n|---|---|---|---|")
+    for n_atoms in (16, 1600, 16000, 160000):
+        p = (rng.random((n_atoms, 3)) * L).astype(np.float32)
+        o = np.array([0, n_atoms], dtype=np.int64)
+        eng.amplitudes(p, o, box, n)
+        best = 1e9
+        for _ in range(20):
+            t0 = time.perf_counter()
+            eng.amplitudes(p, o, box, n)
+            best = min(best, time.perf_counter() - t0)
+        print(f"| {n_atoms} | {len(n)} | {best * 1e3:.3f} | {n_atoms * len(n) / best / 1e9:.1f} |")
+    x = rng.random((len(n), 1024)) + 1j * rng.random((len(n), 1024))
+    t0 = time.perf_counter()
+    np.fft.fft(x, axis=1)
+    t_np = time.perf_counter() - t0
+    try:
+        import scipy.fft
+
+        t0 = time.perf_counter()
+        scipy.fft.fft(x, axis=1, workers=os.cpu_count())
+        t_sp = time.perf_counter() - t0
+    except ImportError:
+        t_sp = float("nan")
+    print(f"\nFFT of {len(n)} x 1024 complex: NumPy {t_np * 1e3:.1f} ms, SciPy on "
+          f"{os.cpu_count()} workers {t_sp * 1e3:.1f} ms")
+
 # where a coherent IntermediateScattering run of the same size spends its time, per device
 # (cProfile, top functions by own time): 500 frames of the Brownian DCD of bench_dynamics
 if len(sys.argv) > 1:

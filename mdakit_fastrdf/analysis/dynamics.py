@@ -235,7 +235,7 @@ def unwrap_positions(positions, dimensions, n_threads=None) -> np.ndarray:
     return out
 
 
-def time_correlation(a, b=None, lags=(0,), origins=1) -> np.ndarray:
+def time_correlation(a, b=None, lags=(0,), origins=1, n_threads=None) -> np.ndarray:
     r"""The time correlation of `a` with `b` over the time origins.
 
     .. math::
@@ -255,6 +255,9 @@ def time_correlation(a, b=None, lags=(0,), origins=1) -> np.ndarray:
         The lags :math:`\tau` (:func:`check_lags`).
     origins : int
         The stride :math:`s` between time origins.
+    n_threads : int, optional
+        Threads of the FFTs (:func:`scipy.fft.fft`'s ``workers``, over the transforms of
+        axis 1 onwards: the same values for any count); None: every CPU.
 
     Returns
     -------
@@ -270,11 +273,14 @@ def time_correlation(a, b=None, lags=(0,), origins=1) -> np.ndarray:
     origins = check_origins(origins)
     complex_out = np.iscomplexobj(a) or np.iscomplexobj(b)
     if origins == 1:
+        import scipy.fft
+
+        workers = -1 if n_threads is None else max(1, int(n_threads))
         size = 1 << int(np.ceil(np.log2(max(2 * n, 2))))
-        fa = np.fft.fft(a, n=size, axis=0)
-        fb = fa if b is a else np.fft.fft(b, n=size, axis=0)
+        fa = scipy.fft.fft(a, n=size, axis=0, workers=workers)
+        fb = fa if b is a else scipy.fft.fft(b, n=size, axis=0, workers=workers)
         # sum_t0 conj(a(t0)) b(t0 + tau), then conjugated: a(t0) conj(b(t0 + tau))
-        full = np.conj(np.fft.ifft(np.conj(fa) * fb, axis=0)[lags])
+        full = np.conj(scipy.fft.ifft(np.conj(fa) * fb, axis=0, workers=workers)[lags])
         counts = (n - lags).astype(np.float64)
         out = full / counts.reshape((-1,) + (1,) * (a.ndim - 1))
     else:

@@ -367,7 +367,8 @@ class IntermediateScattering(CorrelationRun, PairHistogramBase):
         for c0 in range(0, n_vectors, chunk):
             c1 = min(c0 + chunk, n_vectors)
             rho = res.frame_rho_re[:, :, c0:c1] + 1j * res.frame_rho_im[:, :, c0:c1]
-            corr = {(a, b): time_correlation(rho[:, a], rho[:, b], lags, self.origins).real
+            corr = {(a, b): time_correlation(rho[:, a], None if a == b else rho[:, b], lags,
+                                             self.origins, self.n_threads).real
                     for a, b in ordered}
             for s, sel in enumerate(shells):
                 local = sel[(sel >= c0) & (sel < c1)] - c0

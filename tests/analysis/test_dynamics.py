@@ -75,6 +75,18 @@ def test_strided_origins_equal_a_double_loop(origins):
                                atol=1e-12)
 
 
+def test_fft_correlation_does_not_depend_on_threads():
+    """The FFTs' threads share out the transforms of the trailing axes: the same bits for
+    any count, and the double loop's values."""
+    rng = np.random.default_rng(7)
+    a = rng.normal(size=(40, 64)) + 1j * rng.normal(size=(40, 64))
+    lags = check_lags(12, 40)
+    one = time_correlation(a, lags=lags, n_threads=1)
+    for n in (2, 3, None):
+        np.testing.assert_array_equal(time_correlation(a, lags=lags, n_threads=n), one)
+    np.testing.assert_allclose(one, _double_loop(a, a, lags, 1), rtol=1e-12, atol=1e-12)
+
+
 def test_correlation_is_not_the_circular_one():
     """A ramp's circular correlation differs from the linear one at every lag > 0: the
     zero padding must be there."""
