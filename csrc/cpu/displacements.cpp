@@ -61,28 +61,27 @@ FASTRDF_CLONES void lengths(const Displacements& p, std::int64_t t0, std::int64_
     }
 }
 
-// The bins of numpy.histogram over equal bins (edges e[0] .. e[last + 1]): the index from
-// the scaled length, moved by one where rounding put a length on the wrong side of its edge;
-// the last bin closed; lengths outside [lo, hi] (and NaN) go to the slot `outside`.
-// Where the edges are numpy.linspace's (edge k = k step + lo, rounded after the product and
-// after the sum, as it computes them; the last edge hi), a bin's two edges are computed
-// instead of gathered: the same values, and the loop needs no gather.
+// The bins of numpy.histogram over equal bins (edges e[0] .. e[last + 1], the last bin
+// closed). f = (d - lo) scale is the length in bins; the bin is floor(f) unless f lies
+// within `eps` of an integer, where the edges' own rounding may decide. eps bounds the
+// rounding of f (a few units in the last place of nbins) and the edges' distance from
+// lo + k (hi - lo) / nbins, measured on entry; for edges far from equal, eps is infinite
+// and every length takes the exact pass.
 struct Binning {
     const double* edge;
-    double lo, hi, scale, top, step;
+    double lo, hi, scale, nbins, eps;
     std::int32_t last, outside;
 };
 
-// index[i] = base[i] + the bin of |r_i(t0 + lag) - r_i(t0)| (or b.outside): the lengths of
-// lengths() and the bins in one vectorised loop, so that what is left per displacement is
-// one increment
-template <bool Linspace>
+// index[i] = base[i] + the bin of |r_i(t0 + lag) - r_i(t0)|, b.outside for a length
+// clearly outside the edges, or -1 where the edges must decide (exact_bin()): the lengths
+// and their bins in one vectorised loop, so that what is left per displacement is one
+// increment
 FASTRDF_CLONES void bin_lengths(const Displacements& p, std::int64_t t0, std::int64_t lag,
                                 const std::int32_t* base, const Binning b,
                                 std::int32_t* index) {
     const double* x0 = p.pos + 3 * t0 * p.n_atoms;
     const double* x1 = p.pos + 3 * (t0 + lag) * p.n_atoms;
-    const double* edge = b.edge;
 #pragma omp simd
     for (std::int64_t i = 0; i < p.n_atoms; ++i) {
         const double dx = x1[3 * i] - x0[3 * i];
@@ -91,24 +90,37 @@ FASTRDF_CLONES void bin_lengths(const Displacements& p, std::int64_t t0, std::in
         double s = dx * dx + dy * dy;
         s += dz * dz;
         const double d = std::sqrt(s);
-        double f = (d - b.lo) * b.scale;
-        f = f >= 0.0 ? (f < b.top ? f : b.top) : 0.0;  // (NaN: 0, sent outside below)
-        const double whole = std::trunc(f);  // (f in [0, top]: the bin's index, exactly)
-        std::int32_t g = static_cast<std::int32_t>(whole);
-        double below, above;
-        if constexpr (Linspace) {
-            below = whole * b.step + b.lo;
-            above = (whole + 1.0) * b.step + b.lo;  // (not used for the last bin)
-        } else {
-            below = edge[g];
-            above = edge[g + 1];
-        }
-        const std::int32_t down = d < below;
-        const std::int32_t up = (!down) & (g != b.last) & (d >= above);
-        g = g - down + up;
-        const bool inside = (d >= b.lo) & (d <= b.hi);  // (no branch: the loop stays vectorised)
-        index[i] = inside ? base[i] + g : b.outside;
+        const double f = (d - b.lo) * b.scale;
+        const double whole = std::floor(f);
+        const double frac = f - whole;  // (exact)
+        // (no branch and no short-circuit: the loop stays vectorised; NaN is neither)
+        const bool sure = (f >= b.eps) & (f <= b.nbins - b.eps) & (frac >= b.eps) &
+                          (frac <= 1.0 - b.eps);
+        const bool away = (f < -b.eps) | (f > b.nbins + b.eps);
+        const std::int32_t g = static_cast<std::int32_t>(sure ? whole : 0.0);
+        index[i] = sure ? base[i] + g : (away ? b.outside : -1);
     }
+}
+
+// The bin of atom i's length by the edges themselves (the lengths bin_lengths left, -1 if
+// outside, NaN included): the same length, computed as bin_lengths computes it.
+inline std::int32_t exact_bin(const Displacements& p, std::int64_t t0, std::int64_t lag,
+                              std::int64_t i, const Binning& b) {
+    const double* x0 = p.pos + 3 * t0 * p.n_atoms;
+    const double* x1 = p.pos + 3 * (t0 + lag) * p.n_atoms;
+    const double dx = x1[3 * i] - x0[3 * i];
+    const double dy = x1[3 * i + 1] - x0[3 * i + 1];
+    const double dz = x1[3 * i + 2] - x0[3 * i + 2];
+    double s = dx * dx + dy * dy;
+    s += dz * dz;
+    const double d = std::sqrt(s);
+    if (!(d >= b.lo && d <= b.hi)) return -1;
+    double f = (d - b.lo) * b.scale;
+    f = f < 0.0 ? 0.0 : (f > b.last ? b.last : f);
+    std::int32_t g = static_cast<std::int32_t>(f);
+    while (g > 0 && d < b.edge[g]) --g;
+    while (g < b.last && d >= b.edge[g + 1]) ++g;
+    return g;
 }
 
 // sin y / y (1 at y = 0) of y = q d[i] >= 0 for every atom, in one vectorised loop without
@@ -223,10 +235,17 @@ void displacement_histogram(const F64& positions, const I64& origins, const I64&
             "out: a writeable C-contiguous int64 (n_species, n_lags, nbins) array");
     std::int64_t* o = out.mutable_data();
     const double lo = e[0], hi = e[nbins], scale = static_cast<double>(nbins) / (hi - lo);
-    const double step = (hi - lo) / static_cast<double>(nbins);  // (as numpy.linspace)
-    bool linspace = true;
-    for (std::int64_t k = 0; k < nbins && linspace; ++k)
-        linspace = e[k] == static_cast<double>(k) * step + lo;
+    // eps (in bins): f's rounding (a few units in the last place of nbins, and of the
+    // edges' magnitude in bins) plus each edge's distance from k step + lo, doubled; edges
+    // far from equal (eps above 1e-3 of a bin) take the exact pass for every length
+    const double step = (hi - lo) / static_cast<double>(nbins);
+    const double u = std::numeric_limits<double>::epsilon() / 2;
+    double apart = 0.0;
+    for (std::int64_t k = 0; k <= nbins; ++k)
+        apart = std::max(apart, std::abs(e[k] - (static_cast<double>(k) * step + lo)) / step);
+    double eps = 2.0 * apart +
+                 16.0 * u * (static_cast<double>(nbins) + std::max(std::abs(lo), std::abs(hi)) / step + 1.0);
+    if (!(eps <= 1e-3)) eps = std::numeric_limits<double>::infinity();
     const std::size_t row = static_cast<std::size_t>(p.n_species * nbins);
     const std::size_t total = row * static_cast<std::size_t>(p.n_lags);
     if (4 * row + 1 > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
@@ -249,7 +268,7 @@ void displacement_histogram(const F64& positions, const I64& origins, const I64&
             for (std::int64_t i = 0; i < p.n_atoms; ++i)
                 base[static_cast<std::size_t>(i)] =
                     static_cast<std::int32_t>((i & 3) * static_cast<std::int64_t>(row) + p.species[i] * nbins);
-            const Binning bins{e, lo, hi, scale, static_cast<double>(nbins - 1), step,
+            const Binning bins{e, lo, hi, scale, static_cast<double>(nbins), eps,
                                static_cast<std::int32_t>(nbins - 1),
                                static_cast<std::int32_t>(4 * row)};
             const std::int64_t n_atoms = p.n_atoms;
@@ -259,11 +278,16 @@ void displacement_histogram(const F64& positions, const I64& origins, const I64&
             for (std::int64_t k = tid; k < p.n_origins; k += nt) {
                 const std::int64_t t0 = p.origins[k];
                 for (std::int64_t j = 0; j < p.n_lags && t0 + p.lags[j] < p.n_frames; ++j) {
-                    if (linspace)
-                        bin_lengths<true>(p, t0, p.lags[j], base.data(), bins, index.data());
-                    else
-                        bin_lengths<false>(p, t0, p.lags[j], base.data(), bins, index.data());
-                    for (std::int64_t i = 0; i < n_atoms; ++i) ++sc[ix[i]];
+                    bin_lengths(p, t0, p.lags[j], base.data(), bins, index.data());
+                    for (std::int64_t i = 0; i < n_atoms; ++i) {
+                        const std::int32_t x = ix[i];
+                        if (x >= 0) {
+                            ++sc[x];
+                        } else {  // (within eps of an edge: rare)
+                            const std::int32_t g = exact_bin(p, t0, p.lags[j], i, bins);
+                            ++sc[g >= 0 ? base[static_cast<std::size_t>(i)] + g : bins.outside];
+                        }
+                    }
                     // into lag j's rows of this thread's histogram (n_species, n_lags, nbins)
                     for (int a = 0; a < p.n_species; ++a) {
                         std::int64_t* dst = h.data() + (static_cast<std::size_t>(a) * p.n_lags + j) * nbins;

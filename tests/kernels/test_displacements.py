@@ -93,6 +93,27 @@ def test_edges_not_linspace_s_are_its_bins_too():
         np.testing.assert_array_equal(out[0, 0], np.histogram(lengths, bins=edges)[0])
 
 
+@pytest.mark.parametrize("edges", [np.linspace(1000.0, 1000.5, 51), np.linspace(0.0, 1e-9, 11),
+                                   np.array([0.0, 0.1, 0.5, 0.6, 2.0]),
+                                   np.linspace(0.0, 15.0, 1501)],
+                         ids=["far-from-0", "tiny", "unequal", "fine"])
+def test_lengths_near_every_edge_fall_as_numpy_puts_them(edges):
+    """Lengths on every edge, a few ulp either side, and at random within the range, for
+    edges far from 0, tiny, unequal (every length by the edges themselves) and many."""
+    rng = np.random.default_rng(8)
+    near = [np.nextafter(edges, -np.inf), edges, np.nextafter(edges, np.inf)]
+    for _ in range(3):
+        near.append(np.nextafter(near[-1], np.inf))
+    lengths = np.concatenate(near + [rng.uniform(edges[0] - 0.1 * (edges[-1] - edges[0]),
+                                                 edges[-1] * 1.1, 5000)])
+    lengths = lengths[lengths >= 0]
+    pos = np.zeros((2, len(lengths), 3))
+    pos[1, :, 0] = lengths  # (a length along x is exactly itself)
+    out = np.zeros((1, 1, len(edges) - 1), dtype=np.int64)
+    displacement_histogram(pos, [0], [1], np.zeros(len(lengths)), 1, edges, out)
+    np.testing.assert_array_equal(out[0, 0], np.histogram(lengths, bins=edges)[0])
+
+
 def test_nan_and_huge_displacements_are_not_counted():
     pos = np.zeros((2, 6, 3))
     pos[1, :, 0] = [np.nan, np.inf, -np.inf, 1e300, 0.5, 2.5]
