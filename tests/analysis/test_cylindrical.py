@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 import pytest
 from conftest import (
+    datafile,
     load_universe,
     make_universe,
     random_positions_in_box,
@@ -365,6 +366,7 @@ def test_save_load_and_plot(tmp_path):
 
 def test_command_line(tmp_path, capsys):
     """mdakit-fastrdf cylindrical: declared options, on the demo membrane."""
+    datafile("GRO_MEMPROT", "XTC_MEMPROT")  # (skips where the membrane is not carried)
     from mdakit_fastrdf import load
     from mdakit_fastrdf.cli import main
 
@@ -467,6 +469,7 @@ def test_which_rdf_page_code_runs(tmp_path, monkeypatch):
     """docs/which_rdf.rst: its CylindricalRDF block runs as written (few frames), and what
     the page says of the figure holds: few lipid atoms within 10 Å of the protein's axis,
     g about 1 from 25 Å on, a little above it."""
+    datafile("GRO_MEMPROT", "XTC_MEMPROT")  # (skips where the membrane is not carried)
     from pathlib import Path
 
     from test_docs import code_blocks, few_frames

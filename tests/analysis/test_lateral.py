@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 import pytest
 from conftest import (
+    datafile,
     load_universe,
     make_universe,
     random_positions_in_box,
@@ -220,6 +221,7 @@ def test_which_rdf_page_code_runs(tmp_path, monkeypatch):
     """docs/which_rdf.rst: its Python block runs as written (few frames), and what the page
     says of the figure holds: the lateral g(r) settles at 1, the 3D one of the same
     phosphates does not, and the leaflet's selection holds about half of them."""
+    datafile("GRO_MEMPROT", "XTC_MEMPROT")  # (skips where the membrane is not carried)
     from pathlib import Path
 
     from test_docs import code_blocks, few_frames
