@@ -11,15 +11,15 @@ scattering function).
 
 The work is one pass over two frames' positions per origin and lag, threads taking every
 n-th origin. For the histogram, the lengths and their bins are one vectorised loop (the
-two edges of a bin computed where the edges are :func:`numpy.linspace`'s, as
-:func:`numpy.histogram_bin_edges` makes them, read otherwise), then one increment a
-displacement: ~5.4 ns a displacement on one core of the 2-core development machine,
-against ~50 ns for NumPy's norm and histogram. The sinc sums use a vectorised sine
-without branches (a library sine branches on the argument's range, and random lengths
-mispredict those branches: 22 ns a value there, 4.7 ns here), within 4 units in the last
-place of NumPy's (tested); ``benchmarks/bench_van_hove.py``, ``benchmarks/NOTES.md``. The
-counts are integers; the sinc sums are added per origin over the atoms in a fixed order
-and then over the origins in order, so neither depends on the number of threads.
+bin is the integer part of the length in bins, unless that lies within rounding of an
+edge, where the edges themselves decide), then one increment a displacement: ~5.1 ns a
+displacement on one core of the 2-core development machine, against ~50 ns for NumPy's
+norm and histogram. The sinc sums use a vectorised sine without branches (a library sine
+branches on the argument's range, and random lengths mispredict those branches: 22 ns a
+value there, 4.7 ns here), within 4 units in the last place of NumPy's (tested);
+``benchmarks/bench_van_hove.py``, ``benchmarks/NOTES.md``. The counts are integers; the
+sinc sums are added per origin over the atoms in a fixed order and then over the origins
+in order, so neither depends on the number of threads.
 :func:`unwrap` makes positions whole in compiled code, threads over ranges of atoms.
 """
 
