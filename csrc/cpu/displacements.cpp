@@ -45,20 +45,24 @@ struct Displacements {
 #define FASTRDF_CLONES
 #endif
 
-// lengths d[i] = |r_i(t0 + lag) - r_i(t0)|, the squares added as NumPy adds them:
-// (dx dx + dy dy) + dz dz, with no fused multiply-add (FASTRDF_FP_FLAGS)
+// |r_i(t0 + lag) - r_i(t0)| of atom i (x0, x1 the two frames), the squares added as NumPy
+// adds them: (dx dx + dy dy) + dz dz, with no fused multiply-add (FASTRDF_FP_FLAGS); every
+// pass computes a length here, so that each gives the same bits
+inline double length(const double* x0, const double* x1, std::int64_t i) {
+    const double dx = x1[3 * i] - x0[3 * i];
+    const double dy = x1[3 * i + 1] - x0[3 * i + 1];
+    const double dz = x1[3 * i + 2] - x0[3 * i + 2];
+    double s = dx * dx + dy * dy;
+    s += dz * dz;
+    return std::sqrt(s);
+}
+
+// lengths d[i] = |r_i(t0 + lag) - r_i(t0)| of every atom
 FASTRDF_CLONES void lengths(const Displacements& p, std::int64_t t0, std::int64_t lag, double* d) {
-    const double* a = p.pos + 3 * t0 * p.n_atoms;
-    const double* b = p.pos + 3 * (t0 + lag) * p.n_atoms;
+    const double* x0 = p.pos + 3 * t0 * p.n_atoms;
+    const double* x1 = p.pos + 3 * (t0 + lag) * p.n_atoms;
 #pragma omp simd
-    for (std::int64_t i = 0; i < p.n_atoms; ++i) {
-        const double dx = b[3 * i] - a[3 * i];
-        const double dy = b[3 * i + 1] - a[3 * i + 1];
-        const double dz = b[3 * i + 2] - a[3 * i + 2];
-        double s = dx * dx + dy * dy;
-        s += dz * dz;
-        d[i] = std::sqrt(s);
-    }
+    for (std::int64_t i = 0; i < p.n_atoms; ++i) d[i] = length(x0, x1, i);
 }
 
 // The bins of numpy.histogram over equal bins (edges e[0] .. e[last + 1], the last bin
@@ -84,12 +88,7 @@ FASTRDF_CLONES void bin_lengths(const Displacements& p, std::int64_t t0, std::in
     const double* x1 = p.pos + 3 * (t0 + lag) * p.n_atoms;
 #pragma omp simd
     for (std::int64_t i = 0; i < p.n_atoms; ++i) {
-        const double dx = x1[3 * i] - x0[3 * i];
-        const double dy = x1[3 * i + 1] - x0[3 * i + 1];
-        const double dz = x1[3 * i + 2] - x0[3 * i + 2];
-        double s = dx * dx + dy * dy;
-        s += dz * dz;
-        const double d = std::sqrt(s);
+        const double d = length(x0, x1, i);
         const double f = (d - b.lo) * b.scale;
         const double whole = std::floor(f);
         const double frac = f - whole;  // (exact)
@@ -103,17 +102,12 @@ FASTRDF_CLONES void bin_lengths(const Displacements& p, std::int64_t t0, std::in
 }
 
 // The bin of atom i's length by the edges themselves (the lengths bin_lengths left, -1 if
-// outside, NaN included): the same length, computed as bin_lengths computes it.
+// outside, NaN included): the same length, from length() as in bin_lengths.
 inline std::int32_t exact_bin(const Displacements& p, std::int64_t t0, std::int64_t lag,
                               std::int64_t i, const Binning& b) {
     const double* x0 = p.pos + 3 * t0 * p.n_atoms;
     const double* x1 = p.pos + 3 * (t0 + lag) * p.n_atoms;
-    const double dx = x1[3 * i] - x0[3 * i];
-    const double dy = x1[3 * i + 1] - x0[3 * i + 1];
-    const double dz = x1[3 * i + 2] - x0[3 * i + 2];
-    double s = dx * dx + dy * dy;
-    s += dz * dz;
-    const double d = std::sqrt(s);
+    const double d = length(x0, x1, i);
     if (!(d >= b.lo && d <= b.hi)) return -1;
     double f = (d - b.lo) * b.scale;
     f = f < 0.0 ? 0.0 : (f > b.last ? b.last : f);
