@@ -11,7 +11,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import describe  # noqa: E402
+from _common import best_of, describe  # noqa: E402
 
 from mdakit_fastrdf.engine.kspace import KSpaceEngine, reciprocal_vectors  # noqa: E402
 
@@ -27,12 +27,7 @@ print("| threads | ms a call | G terms/s |\n|---|---|---|")
 counts = [1, 2, 4, 8, os.cpu_count()]
 for t in sorted(set(c for c in counts if c <= os.cpu_count())):
     eng = KSpaceEngine(device="cpu", n_threads=t)
-    eng.amplitudes(pos, off, box, n)
-    best = 1e9
-    for _ in range(5):
-        t0 = time.perf_counter()
-        eng.amplitudes(pos, off, box, n)
-        best = min(best, time.perf_counter() - t0)
+    best, _ = best_of(lambda: eng.amplitudes(pos, off, box, n), repeat=5, warmup=1)
     print(f"| {t} | {best * 1e3:.2f} | {len(pos) * len(n) / best / 1e9:.1f} |")
 
 # the GPU's call: its fixed cost (16 atoms) against its cost a term, and NumPy's FFT beside
@@ -43,12 +38,7 @@ if "cuda" in sys.argv[1:]:
     for n_atoms in (16, 1600, 16000, 160000):
         p = (rng.random((n_atoms, 3)) * L).astype(np.float32)
         o = np.array([0, n_atoms], dtype=np.int64)
-        eng.amplitudes(p, o, box, n)
-        best = 1e9
-        for _ in range(20):
-            t0 = time.perf_counter()
-            eng.amplitudes(p, o, box, n)
-            best = min(best, time.perf_counter() - t0)
+        best, _ = best_of(lambda: eng.amplitudes(p, o, box, n), repeat=20, warmup=1)
         print(f"| {n_atoms} | {len(n)} | {best * 1e3:.3f} | {n_atoms * len(n) / best / 1e9:.1f} |")
     x = rng.random((len(n), 1024)) + 1j * rng.random((len(n), 1024))
     t0 = time.perf_counter()
