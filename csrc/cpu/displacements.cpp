@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "fastrdf/cpu.hpp"
+#include "fastrdf/trig.hpp"
 
 namespace py = pybind11;
 
@@ -118,26 +119,16 @@ inline std::int32_t exact_bin(const Displacements& p, std::int64_t t0, std::int6
 }
 
 // sin y / y (1 at y = 0) of y = q d[i] >= 0 for every atom, in one vectorised loop without
-// branches (a library sin branches on the argument's range, and displacements of random
-// lengths mispredict those branches: ~22 ns a value on the development machine, against
-// ~5 ns here). y is reduced by the nearest multiple n of pi/2, with pi/2 in three parts of
-// 33 bits and a tail (Cody and Waite; each n pi/2 part exact for n < 2^20), and sin or cos of the
-// remainder r, |r| <= pi/4, from the minimax polynomials of fdlibm's kernels (Sun
-// Microsystems, 1993; also in K. C. Ng, "Argument reduction for huge arguments: good to the
-// last bit", 1992): within about one unit in the last place of the correctly rounded value.
-// y at or above 2^19 (and NaN) is left to std::sin, in a second pass.
+// branches (trig.hpp). y is reduced by the nearest multiple n of pi/2, with pi/2 in three
+// parts of 33 bits and a tail (Cody and Waite; each n pi/2 part exact for n < 2^20), and sin
+// or cos of the remainder r, |r| <= pi/4, from fdlibm's kernels. y at or above 2^19 (and NaN)
+// is left to std::sin, in a second pass.
 FASTRDF_CLONES void sinc(const double* d, std::int64_t n, double q, double* v) {
     constexpr double two_over_pi = 6.36619772367581382433e-01;
     constexpr double pio2_1 = 1.57079632673412561417e+00;  // first 33 bits of pi/2
     constexpr double pio2_2 = 6.07710050630396597660e-11;  // next 33 bits
     constexpr double pio2_3 = 2.02226624871116645580e-21;  // next 33 bits
     constexpr double pio2_3t = 8.47842766036889956997e-32;  // pi/2 - the three parts
-    constexpr double S1 = -1.66666666666666324348e-01, S2 = 8.33333333332248946124e-03,
-                     S3 = -1.98412698298579493134e-04, S4 = 2.75573137070700676789e-06,
-                     S5 = -2.50507602534068634195e-08, S6 = 1.58969099521155010221e-10;
-    constexpr double C1 = 4.16666666666666019037e-02, C2 = -1.38888888888741095749e-03,
-                     C3 = 2.48015872894767294178e-05, C4 = -2.75573143513906633035e-07,
-                     C5 = 2.08757232129817482790e-09, C6 = -1.13596475577881948265e-11;
     constexpr double limit = 524288.0;  // 2^19
     int beyond = 0;
 #pragma omp simd reduction(| : beyond)
@@ -148,11 +139,7 @@ FASTRDF_CLONES void sinc(const double* d, std::int64_t n, double q, double* v) {
         const double yy = reduced ? y : 0.0;
         const double k = std::nearbyint(yy * two_over_pi);
         const double r = (((yy - k * pio2_1) - k * pio2_2) - k * pio2_3) - k * pio2_3t;
-        const double z = r * r;
-        const double sin_r = r + (z * r) * (S1 + z * (S2 + z * (S3 + z * (S4 + z * (S5 + z * S6)))));
-        const double cr = z * (C1 + z * (C2 + z * (C3 + z * (C4 + z * (C5 + z * C6)))));
-        const double hz = 0.5 * z, w = 1.0 - hz;
-        const double cos_r = w + (((1.0 - w) - hz) + z * cr);
+        const double sin_r = trig::sin_kernel(r), cos_r = trig::cos_kernel(r);
         const std::int32_t quadrant = static_cast<std::int32_t>(k);
         double sv = (quadrant & 1) ? cos_r : sin_r;
         sv = (quadrant & 2) ? -sv : sv;

@@ -3,8 +3,8 @@
 //
 // Work: atoms in blocks of kBlock within one species; for each block a thread builds the
 // per-axis tables e_c(n) = exp(i 2 pi n s_c), n = 0 .. max|n_c| (sin/cos of the angle every
-// kSeed rows, the complex recurrence e(n) = e(n - 1) e(1) between them), then for each of its
-// (n1, n2) groups the product p = e1(n1) e2(n2) e3(n3c) and, for m = 0, 1, ... (two at a time), the four real
+// kSeed rows, without branches (trig.hpp); the complex recurrence e(n) = e(n - 1) e(1)
+// between them), then for each of its (n1, n2) groups the product p = e1(n1) e2(n2) e3(n3c) and, for m = 0, 1, ... (two at a time), the four real
 // sums over the block (kspace.hpp). The lanes are GCC/Clang vectors of four doubles: AVX2 runs
 // one instruction per operation, the SSE2 baseline two; the sums of every m keep the same
 // order of operations in any variant (four lane accumulators over the block, added as
@@ -19,6 +19,7 @@
 
 #include "fastrdf/cpu.hpp"
 #include "fastrdf/kspace.hpp"
+#include "fastrdf/trig.hpp"
 
 #ifndef FASTRDF_ISA
 #error "FASTRDF_ISA must name the instruction-set variant"
@@ -41,8 +42,12 @@ namespace {
 constexpr int kBlock = FASTRDF_KSPACE_BLOCK;
 constexpr int kLanes = 4;
 constexpr int kVecs = kBlock / kLanes;
+#ifndef FASTRDF_KSPACE_BATCH
+#define FASTRDF_KSPACE_BATCH 4
+#endif
+// Blocks per thread whose tables are built before the sums that use them
+constexpr std::size_t kBatch = FASTRDF_KSPACE_BATCH;
 constexpr int kSeed = 16;  // sin/cos directly every kSeed rows (the recurrence's drift bound)
-constexpr double kTwoPi = 6.283185307179586476925286766559;
 
 typedef double v4d __attribute__((vector_size(32)));
 
@@ -80,10 +85,8 @@ void build_tables(const double* s, const BlockRef& b, const int rows[3], v4d* re
             i[j] = 0.0;
         }
         if (rows[c] > 1) {
-            for (int j = 0; j < kBlock; ++j) {
-                wr[j] = std::cos(kTwoPi * sc[j]);
-                wi[j] = std::sin(kTwoPi * sc[j]);
-            }
+#pragma omp simd
+            for (int j = 0; j < kBlock; ++j) trig::sincos_turns(sc[j], wi[j], wr[j]);
         }
         for (int n = 1; n < rows[c]; ++n) {
             double* rn = r + static_cast<std::size_t>(n) * kBlock;
@@ -94,12 +97,8 @@ void build_tables(const double* s, const BlockRef& b, const int rows[3], v4d* re
                     in[j] = wi[j];
                 }
             } else if (n % kSeed == 0) {
-                for (int j = 0; j < kBlock; ++j) {
-                    double x = n * sc[j];
-                    x -= std::rint(x);
-                    rn[j] = std::cos(kTwoPi * x);
-                    in[j] = std::sin(kTwoPi * x);
-                }
+#pragma omp simd
+                for (int j = 0; j < kBlock; ++j) trig::sincos_turns(n * sc[j], in[j], rn[j]);
             } else {
                 const double* rp = rn - kBlock;
                 const double* ip = in - kBlock;
@@ -121,38 +120,57 @@ inline void add_pair(double* acc, double rr, double ii, double ri, double ir) {
     acc[3] += ir - ri;
 }
 
-// tre, tim: rows_total x kVecs vectors each (allocated by the caller: nothing here throws)
-void run_thread(const KSpaceProblem& p, const std::vector<BlockRef>& blocks, std::size_t g0,
-                std::size_t g1, AlignedVecs& tre, AlignedVecs& tim) {
+// p = e1(n1) e2(n2) e3(n3c) of one group for the block's atoms (e(-n) = conj(e(n))). Most
+// groups of an orthorhombic box have n3c = 0 (their n3 run from -h to h), where e3 = 1: that
+// product is skipped (the same values: x 1 - y 0 = x).
+void group_product(const kspace::Plan& plan, const kspace::Group& G, const v4d* tre,
+                   const v4d* tim, v4d* pr, v4d* pi) {
+    const v4d* r1 = tre + static_cast<std::size_t>(std::abs(G.n1)) * kVecs;
+    const v4d* i1 = tim + static_cast<std::size_t>(std::abs(G.n1)) * kVecs;
+    const std::size_t o2 = static_cast<std::size_t>(plan.rows[0] + std::abs(G.n2)) * kVecs;
+    const v4d* r2 = tre + o2;
+    const v4d* i2 = tim + o2;
+    const double s1 = G.n1 < 0 ? -1.0 : 1.0, s2 = G.n2 < 0 ? -1.0 : 1.0;
+    if (G.n3c == 0) {
+        for (int q = 0; q < kVecs; ++q) {
+            const v4d a = r1[q], bi = s1 * i1[q], c = r2[q], d = s2 * i2[q];
+            pr[q] = a * c - bi * d;
+            pi[q] = a * d + bi * c;
+        }
+        return;
+    }
+    const std::size_t oc = static_cast<std::size_t>(plan.rows[0] + plan.rows[1] + std::abs(G.n3c)) * kVecs;
+    const v4d* r3 = tre + oc;
+    const v4d* i3 = tim + oc;
+    const double s3 = G.n3c < 0 ? -1.0 : 1.0;
+    for (int q = 0; q < kVecs; ++q) {
+        const v4d a = r1[q], bi = s1 * i1[q], c = r2[q], d = s2 * i2[q];
+        const v4d xr = a * c - bi * d, xi = a * d + bi * c;  // e1 e2
+        const v4d e = r3[q], f = s3 * i3[q];                 // e3(n3c)
+        pr[q] = xr * e - xi * f;
+        pi[q] = xr * f + xi * e;
+    }
+}
+
+// The sums of groups g0 .. g1 - 1 over blocks b0 .. b1 - 1, whose tables (table vectors
+// each, re then im) start at tables + 2 table (b - b0)
+void sum_groups(const KSpaceProblem& p, const std::vector<BlockRef>& blocks, std::size_t b0,
+                std::size_t b1, const v4d* tables, std::size_t table, std::size_t g0,
+                std::size_t g1) {
     const kspace::Plan& plan = *p.plan;
     if (g0 >= g1) return;
-    v4d pr[kVecs], pi[kVecs];
+    alignas(32) v4d pr[kVecs], pi[kVecs];
     const std::int64_t n_slots = static_cast<std::int64_t>(plan.slots.size());
     const std::int64_t* slots = plan.slots.data();
-    for (const BlockRef& b : blocks) {
-        build_tables(p.s, b, plan.rows, tre.ptr, tim.ptr);
+    for (std::size_t k = b0; k < b1; ++k) {
+        const BlockRef& b = blocks[k];
+        const v4d* tre = tables + 2 * table * (k - b0);
+        const v4d* tim = tre + table;
         double* acc_species = p.acc + 2 * static_cast<std::int64_t>(b.species) * n_slots;
         for (std::size_t g = g0; g < g1; ++g) {
             const kspace::Group& G = plan.groups[g];
-            // p = e1(n1) e2(n2), e(-n) = conj(e(n)); atoms past the block's end: p = 0
-            const v4d* r1 = tre.ptr + static_cast<std::size_t>(std::abs(G.n1)) * kVecs;
-            const v4d* i1 = tim.ptr + static_cast<std::size_t>(std::abs(G.n1)) * kVecs;
-            const std::size_t o2 = static_cast<std::size_t>(plan.rows[0] + std::abs(G.n2)) * kVecs;
-            const v4d* r2 = tre.ptr + o2;
-            const v4d* i2 = tim.ptr + o2;
-            const std::size_t oc = static_cast<std::size_t>(plan.rows[0] + plan.rows[1] + std::abs(G.n3c)) * kVecs;
-            const v4d* r3 = tre.ptr + oc;
-            const v4d* i3 = tim.ptr + oc;
-            const double s1 = G.n1 < 0 ? -1.0 : 1.0, s2 = G.n2 < 0 ? -1.0 : 1.0;
-            const double s3 = G.n3c < 0 ? -1.0 : 1.0;
-            for (int q = 0; q < kVecs; ++q) {
-                const v4d a = r1[q], bi = s1 * i1[q], c = r2[q], d = s2 * i2[q];
-                const v4d xr = a * c - bi * d, xi = a * d + bi * c;  // e1 e2
-                const v4d e = r3[q], f = s3 * i3[q];                 // e3(n3c)
-                pr[q] = xr * e - xi * f;
-                pi[q] = xr * f + xi * e;
-            }
-            if (b.count < kBlock) {
+            group_product(plan, G, tre, tim, pr, pi);
+            if (b.count < kBlock) {  // atoms past the block's end: p = 0
                 double* prd = reinterpret_cast<double*>(pr);
                 double* pid = reinterpret_cast<double*>(pi);
                 for (int j = b.count; j < kBlock; ++j) prd[j] = pid[j] = 0.0;
@@ -165,8 +183,8 @@ void run_thread(const KSpaceProblem& p, const std::vector<BlockRef>& blocks, std
                 const bool need0 = gs[2 * m] >= 0 || gs[2 * m + 1] >= 0;
                 const bool need1 = gs[2 * m + 2] >= 0 || gs[2 * m + 3] >= 0;
                 if (!need0 && !need1) continue;
-                const v4d* ca = tre.ptr + o3 + static_cast<std::size_t>(m) * kVecs;
-                const v4d* da = tim.ptr + o3 + static_cast<std::size_t>(m) * kVecs;
+                const v4d* ca = tre + o3 + static_cast<std::size_t>(m) * kVecs;
+                const v4d* da = tim + o3 + static_cast<std::size_t>(m) * kVecs;
                 const v4d* cb = ca + kVecs;
                 const v4d* db = da + kVecs;
                 v4d rr0 = {0, 0, 0, 0}, ii0 = rr0, ri0 = rr0, ir0 = rr0;
@@ -187,8 +205,8 @@ void run_thread(const KSpaceProblem& p, const std::vector<BlockRef>& blocks, std
                 add_pair(acc + 4 * m + 4, hsum(rr1), hsum(ii1), hsum(ri1), hsum(ir1));
             }
             if (m < G.m_count && (gs[2 * m] >= 0 || gs[2 * m + 1] >= 0)) {
-                const v4d* ca = tre.ptr + o3 + static_cast<std::size_t>(m) * kVecs;
-                const v4d* da = tim.ptr + o3 + static_cast<std::size_t>(m) * kVecs;
+                const v4d* ca = tre + o3 + static_cast<std::size_t>(m) * kVecs;
+                const v4d* da = tim + o3 + static_cast<std::size_t>(m) * kVecs;
                 v4d rr0 = {0, 0, 0, 0}, ii0 = rr0, ri0 = rr0, ir0 = rr0;
                 for (int q = 0; q < kVecs; ++q) {
                     const v4d x = pr[q], y = pi[q];
@@ -226,16 +244,27 @@ void kspace_sums(const KSpaceProblem& p) {
         if (run >= total * t / n_threads) bounds[static_cast<std::size_t>(t++)] = g + 1;
     }
     for (; t < n_threads; ++t) bounds[static_cast<std::size_t>(t)] = n_groups;
+    // The tables of a batch of blocks are built first, each by one thread (every thread the
+    // blocks t, t + T, ...), then every thread adds its groups over the batch's blocks in
+    // order: each table is built once whatever the thread count (a thread of its own per
+    // block repeated that work on every thread). A batch is kBatch blocks a thread.
     const std::size_t table = static_cast<std::size_t>(plan.rows[0] + plan.rows[1] + plan.rows[2]) * kVecs;
-    std::vector<AlignedVecs> tre, tim;
-    for (int k = 0; k < n_threads; ++k) {
-        tre.emplace_back(table);
-        tim.emplace_back(table);
+    const std::size_t batch = kBatch * static_cast<std::size_t>(n_threads);
+    AlignedVecs tables(2 * table * std::min(batch, blocks.size()));
+    for (std::size_t b0 = 0; b0 < blocks.size(); b0 += batch) {
+        const std::size_t b1 = std::min(blocks.size(), b0 + batch);
+        const int builders = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(n_threads), b1 - b0));
+        parallel_run(builders, [&](int tid) {
+            for (std::size_t k = b0 + static_cast<std::size_t>(tid); k < b1; k += static_cast<std::size_t>(builders)) {
+                v4d* tre = tables.ptr + 2 * table * (k - b0);
+                build_tables(p.s, blocks[k], plan.rows, tre, tre + table);
+            }
+        });
+        parallel_run(n_threads, [&](int tid) {
+            const auto k = static_cast<std::size_t>(tid);
+            sum_groups(p, blocks, b0, b1, tables.ptr, table, bounds[k], bounds[k + 1]);
+        });
     }
-    parallel_run(n_threads, [&](int tid) {
-        const auto k = static_cast<std::size_t>(tid);
-        run_thread(p, blocks, bounds[k], bounds[k + 1], tre[k], tim[k]);
-    });
 }
 
 }  // namespace FASTRDF_ISA

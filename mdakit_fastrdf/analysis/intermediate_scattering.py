@@ -327,7 +327,10 @@ class IntermediateScattering(CorrelationRun, PairHistogramBase):
         if dims is None or prepare_box(dims).kind == NO_BOX:
             raise ValueError(f"frame {ts.frame} has no periodic box: IntermediateScattering "
                              f"needs one in every frame")
-        if self.coherent and not np.allclose(dims, self._dims, rtol=1e-6, atol=0.0):
+        # (equal boxes, the common case, skip allclose: its cost per frame was a tenth of
+        # the CPU amplitudes' at 16,000 atoms)
+        if self.coherent and not np.array_equal(dims, self._dims) \
+                and not np.allclose(dims, self._dims, rtol=1e-6, atol=0.0):
             raise ValueError(
                 f"the box of frame {ts.frame} ({dims}) differs from the first one "
                 f"({self._dims}): the coherent F(q, t) is for a constant box (NVT), the "

@@ -318,11 +318,6 @@ class KSpaceEngine:
                 raise TypeError(f"positions must be real numbers, got dtype {pos.dtype}")
             pos = pos.astype(np.float64)
         pos = np.ascontiguousarray(pos)
-        if not np.all(np.isfinite(pos)):
-            bad = np.flatnonzero(~np.all(np.isfinite(pos), axis=1))
-            raise ValueError(
-                f"positions must be finite: {bad.size} atom(s) have NaN or infinite "
-                f"coordinates (first indices {bad[:5].tolist()})")
         off = _check_offsets(offsets, pos.shape[0])
         box = _check_box(box_vectors)
         nn = np.asarray(n)
@@ -340,13 +335,23 @@ class KSpaceEngine:
         if self._pid != os.getpid():  # first call, or a process forked after it
             self._impl = self._make_impl()
             self._pid = os.getpid()
-        if self._impl is None:
-            n_threads = self.n_threads
-            placement = worker_placement()
-            if n_threads is None and placement is not None:
-                n_threads = placement.n_threads
-            return _cpu_module().kspace_amplitudes(pos, off, box, nn, n_threads or 0, "")
-        with self._lock:
-            return self._impl.amplitudes(pos, off, box, nn)
+        try:
+            if self._impl is None:
+                n_threads = self.n_threads
+                placement = worker_placement()
+                if n_threads is None and placement is not None:
+                    n_threads = placement.n_threads
+                return _cpu_module().kspace_amplitudes(pos, off, box, nn, n_threads or 0, "")
+            with self._lock:
+                return self._impl.amplitudes(pos, off, box, nn)
+        except ValueError as exc:
+            # (the compiled call checks finiteness while it converts the positions; the
+            # atoms are named here, only when it fails)
+            if "positions" in str(exc) and not np.all(np.isfinite(pos)):
+                bad = np.flatnonzero(~np.all(np.isfinite(pos), axis=1))
+                raise ValueError(
+                    f"positions must be finite: {bad.size} atom(s) have NaN or infinite "
+                    f"coordinates (first indices {bad[:5].tolist()})") from None
+            raise
 
     _lock = threading.Lock()
