@@ -9,7 +9,8 @@
 //    shared memory ([atom][row]: the threads of a warp read one atom's rows, neighbouring m
 //    from neighbouring threads), and adds, atom by atom in order, the four real sums of each
 //    of its m; it writes the +m and -m amplitudes of its super-chunk into a partial buffer;
-// 3. reduce: for each species and slot, the partials of its super-chunks added in order.
+// 3. reduce: for each species and slot, the partials of its super-chunks added in a fixed
+//    order (a warp per slot: lanes over the chunks, then a butterfly).
 // Every sum has a fixed order (atoms in order within a super-chunk, super-chunks in order), so
 // the result is the same on every run; the super-chunks depend on the problem only, not on the
 // device. IEEE arithmetic (--fmad=false, CMakeLists.txt), as on the CPU; the two differ by the
@@ -36,10 +37,16 @@ using detail::PinnedArray;
 namespace {
 
 constexpr int kThreads = 128;  // tasks per block
-constexpr int kRegs = 8;       // m values per task (4 kRegs double accumulators)
+// m values per task (4 kRegs double accumulators). 4, not 8: an H200 ran the 16,000 atoms x
+// 2,348 vectors of IntermediateScattering's benchmark in 2 x 63 blocks of 124 registers a
+// thread, 6 % occupancy, 188 us (Nsight Compute; benchmarks/NOTES.md); fewer m a task give
+// more tasks, fewer registers and fewer idle m slots (a group of 11 m took 2 tasks of 8).
+constexpr int kRegs = 4;
 constexpr int kMaxChunk = 32;  // atoms staged in shared memory at a time
-constexpr long long kMinSuperChunk = 256;
-constexpr long long kTargetBlocks = 2048;  // super-chunks are sized for about this many blocks
+constexpr long long kMinSuperChunk = kMaxChunk;
+// super-chunks are sized for about this many blocks (a few waves of an H100/H200's 132 SMs
+// at the kernel's occupancy), so that a frame of ~10^4 atoms fills the device
+constexpr long long kTargetBlocks = 4096;
 constexpr double kMaxPartialBytes = 1024.0 * 1024.0 * 1024.0;
 
 struct Task {
@@ -128,20 +135,30 @@ sums_kernel(const Task* __restrict__ tasks, long long n_tasks, const SuperChunk*
     }
 }
 
-// acc[a][slot] = sum over the super-chunks of species a (first[a] .. first[a + 1]) in order
+// acc[a][slot] = the sum over the super-chunks of species a (first[a] .. first[a + 1]): one
+// warp per (species, slot); lane l adds the chunks first + l, first + l + 32, ... in order,
+// then the lanes' sums are added by a fixed butterfly. The order depends on the number of
+// super-chunks alone, so every run gives the same bits. (One thread adding every chunk in
+// turn waited a memory latency per chunk: 13 us for 63 chunks on an H200.)
 __global__ void reduce_kernel(const double2* __restrict__ partial, const long long* __restrict__ first,
                               int n_species, long long n_slots, double2* __restrict__ acc) {
-    const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-    if (i >= n_species * n_slots) return;
-    const int a = static_cast<int>(i / n_slots);
-    const long long slot = i - a * n_slots;
+    const long long warp = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) / 32;
+    const int lane = static_cast<int>(threadIdx.x & 31);
+    if (warp >= n_species * n_slots) return;  // (a whole warp leaves together)
+    const int a = static_cast<int>(warp / n_slots);
+    const long long slot = warp - a * n_slots;
     double x = 0.0, y = 0.0;
-    for (long long c = first[a]; c < first[a + 1]; ++c) {
+    for (long long c = first[a] + lane; c < first[a + 1]; c += 32) {
         const double2 v = partial[c * n_slots + slot];
         x += v.x;
         y += v.y;
     }
-    acc[i] = make_double2(x, y);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        x += __shfl_xor_sync(0xffffffffu, x, o);
+        y += __shfl_xor_sync(0xffffffffu, y, o);
+    }
+    if (lane == 0) acc[warp] = make_double2(x, y);
 }
 
 }  // namespace
@@ -158,6 +175,8 @@ struct KSpaceSums::Impl {
     PinnedArray<double> h_s;
     PinnedArray<double2> h_acc;
     std::shared_ptr<const kspace::Plan> plan;  // the plan whose tasks d_tasks holds
+    std::vector<SuperChunk> chunks;            // the super-chunks d_chunks holds
+    std::vector<long long> first;              // and d_first
     long long n_tasks = 0;
     KSpaceLaunch launch;
 };
@@ -214,7 +233,7 @@ void KSpaceSums::run(const double* s, std::size_t n_atoms, const std::int64_t* o
     const long long n = static_cast<long long>(n_atoms);
     const long long want = std::max(1LL, (kTargetBlocks + task_blocks - 1) / task_blocks);
     long long sc_size = std::max(kMinSuperChunk, (n + want - 1) / want);
-    sc_size = (sc_size + 63) / 64 * 64;
+    sc_size = (sc_size + kMaxChunk - 1) / kMaxChunk * kMaxChunk;
     std::vector<SuperChunk> chunks;
     std::vector<long long> first(static_cast<std::size_t>(n_species) + 1, 0);
     for (;;) {
@@ -250,18 +269,29 @@ void KSpaceSums::run(const double* s, std::size_t n_atoms, const std::int64_t* o
     d.d_tables.reserve(table_elems, "the k-space tables (atoms x table rows x 16 bytes)");
     d.d_partial.reserve(static_cast<std::size_t>(n_chunks * n_slots), "the partial k-space sums");
     d.d_acc.reserve(static_cast<std::size_t>(n_species * n_slots), "the k-space amplitudes");
-    d.d_chunks.reserve(chunks.size(), "the super-chunks");
-    d.d_first.reserve(first.size(), "the super-chunk offsets");
+    if (d.d_chunks.reserve(chunks.size(), "the super-chunks")) d.chunks.clear();
+    if (d.d_first.reserve(first.size(), "the super-chunk offsets")) d.chunks.clear();
     d.h_s.reserve(3 * n_atoms, "pinned coordinates");
     d.h_acc.reserve(static_cast<std::size_t>(n_species * n_slots), "pinned amplitudes");
 
     std::memcpy(d.h_s.ptr, s, 3 * n_atoms * sizeof(double));
     check(cudaMemcpyAsync(d.d_s.ptr, d.h_s.ptr, 3 * n_atoms * sizeof(double), cudaMemcpyHostToDevice, d.stream),
           "cudaMemcpyAsync (coordinates)");
-    check(cudaMemcpyAsync(d.d_chunks.ptr, chunks.data(), chunks.size() * sizeof(SuperChunk),
-                          cudaMemcpyHostToDevice, d.stream), "cudaMemcpyAsync (super-chunks)");
-    check(cudaMemcpyAsync(d.d_first.ptr, first.data(), first.size() * sizeof(long long),
-                          cudaMemcpyHostToDevice, d.stream), "cudaMemcpyAsync (offsets)");
+    // (the super-chunks of an analysis are the same every frame: uploaded when they change)
+    const bool same_chunks = d.chunks.size() == chunks.size() && d.first == first &&
+        std::equal(chunks.begin(), chunks.end(), d.chunks.begin(), [](const SuperChunk& x, const SuperChunk& y) {
+            return x.begin == y.begin && x.end == y.end;
+        });
+    if (!same_chunks) {
+        d.chunks.clear();  // (until the copies are done: a failure leaves nothing cached)
+        check(cudaMemcpyAsync(d.d_chunks.ptr, chunks.data(), chunks.size() * sizeof(SuperChunk),
+                              cudaMemcpyHostToDevice, d.stream), "cudaMemcpyAsync (super-chunks)");
+        check(cudaMemcpyAsync(d.d_first.ptr, first.data(), first.size() * sizeof(long long),
+                              cudaMemcpyHostToDevice, d.stream), "cudaMemcpyAsync (offsets)");
+        check(cudaStreamSynchronize(d.stream), "cudaStreamSynchronize (super-chunks)");
+        d.chunks = chunks;
+        d.first = first;
+    }
     if (n_atoms > 0) {
         const dim3 tgrid(static_cast<unsigned>((n + 255) / 256), static_cast<unsigned>(rows_total));
         tables_kernel<<<tgrid, 256, 0, d.stream>>>(d.d_s.ptr, n, rows0, rows1, rows_total, d.d_tables.ptr);
@@ -279,7 +309,7 @@ void KSpaceSums::run(const double* s, std::size_t n_atoms, const std::int64_t* o
         }
     }
     const long long total = static_cast<long long>(n_species) * n_slots;
-    reduce_kernel<<<static_cast<unsigned>((total + 255) / 256), 256, 0, d.stream>>>(
+    reduce_kernel<<<static_cast<unsigned>((total * 32 + 255) / 256), 256, 0, d.stream>>>(
         d.d_partial.ptr, d.d_first.ptr, n_species, n_slots, d.d_acc.ptr);
     check(cudaGetLastError(), "reduce_kernel launch");
     check(cudaMemcpyAsync(d.h_acc.ptr, d.d_acc.ptr, static_cast<std::size_t>(total) * sizeof(double2),

@@ -30,7 +30,6 @@ py::array_t<std::complex<double>> kspace_amplitudes(py::array positions, py::arr
     const cpu::KSpaceFn kernel = cpu::kspace_kernel_for(variant);
     std::vector<double> acc(2 * static_cast<std::size_t>(a.n_species) * a.plan->slots.size(), 0.0);
     cpu::KSpaceProblem p;
-    p.s = a.s.data();
     p.n_atoms = a.n_atoms;
     p.offsets = a.offsets.data();
     p.n_species = a.n_species;
@@ -39,6 +38,8 @@ py::array_t<std::complex<double>> kspace_amplitudes(py::array positions, py::arr
     p.n_threads = n_threads == 0 ? cpu::hardware_threads() : n_threads;
     {
         py::gil_scoped_release release;
+        convert(a);
+        p.s = a.s.data();
         kernel(p);
     }
     return kspace_result(a, acc);

@@ -26,6 +26,7 @@ class KSpaceCuda {
         std::vector<double> acc(2 * static_cast<std::size_t>(a.n_species) * a.plan->slots.size());
         {
             py::gil_scoped_release release;
+            convert(a);
             sums_.run(a.s.data(), a.n_atoms, a.offsets.data(), a.n_species, a.plan, acc.data());
         }
         return kspace_result(a, acc);

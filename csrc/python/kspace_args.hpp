@@ -22,7 +22,10 @@ namespace fastrdf {
 namespace py = pybind11;
 
 struct KSpaceArgs {
-    std::vector<double> s;  // n_atoms x 3 fractional coordinates in [-1/2, 1/2]
+    std::vector<double> s;  // n_atoms x 3 fractional coordinates in [-1/2, 1/2] (convert())
+    const void* xyz = nullptr;  // the caller's positions (float64 if f64, else float32)
+    bool f64 = true;
+    double inv[9] = {};  // the box's inverse
     std::size_t n_atoms = 0;
     std::vector<std::int64_t> offsets;
     int n_species = 0;
@@ -70,14 +73,20 @@ inline void parse_kspace(KSpaceArgs& a, const py::array& positions, const py::ar
         throw std::invalid_argument("offsets: must run from 0 to n_atoms (every atom in one species)");
     for (int k = 0; k < a.n_species; ++k)
         if (a.offsets[k + 1] < a.offsets[k]) throw std::invalid_argument("offsets: must not decrease");
-    double inv[9];
-    kspace::invert_box(static_cast<const double*>(box.data()), inv);
+    kspace::invert_box(static_cast<const double*>(box.data()), a.inv);
+    a.xyz = positions.data();
+    a.f64 = f64;
+    a.plan = cache.get(static_cast<const std::int32_t*>(n.data()), n.shape(0));
+}
+
+// The fractional coordinates of the parsed positions (no Python API: the callers release
+// the GIL around it and the kernel, the positions' array staying alive in the call).
+inline void convert(KSpaceArgs& a) {
     a.s.resize(3 * a.n_atoms);
     const bool finite =
-        f64 ? kspace::fractional(static_cast<const double*>(positions.data()), a.n_atoms, inv, a.s.data())
-            : kspace::fractional(static_cast<const float*>(positions.data()), a.n_atoms, inv, a.s.data());
+        a.f64 ? kspace::fractional(static_cast<const double*>(a.xyz), a.n_atoms, a.inv, a.s.data())
+              : kspace::fractional(static_cast<const float*>(a.xyz), a.n_atoms, a.inv, a.s.data());
     if (!finite) throw std::invalid_argument("positions: must be finite (a NaN or an infinity was found)");
-    a.plan = cache.get(static_cast<const std::int32_t*>(n.data()), n.shape(0));
 }
 
 // The (n_species, M) complex128 result from the slot sums.

@@ -11,6 +11,7 @@ the backend.
 from __future__ import annotations
 
 import numbers
+from collections import deque
 
 import numpy as np
 from MDAnalysis.analysis.results import Results
@@ -40,6 +41,12 @@ __all__ = ["IntermediateScattering", "incoherent_scattering_length"]
 #: Bytes of FFT workspace of the coherent correlations: the vectors are correlated in chunks
 #: of about this size, so that memory beyond the per-frame amplitudes stays bounded.
 CORRELATION_CHUNK_BYTES = 1 << 28
+
+#: Frames whose GPU amplitudes may be in flight at once: on a GPU the amplitudes of a frame
+#: are computed in a thread of their own (the compiled call releases the GIL) while the
+#: frame loop reads the next frames, and are stored when this many are pending or the
+#: part ends.
+GPU_FRAMES_IN_FLIGHT = 8
 
 
 def incoherent_scattering_length(element) -> float:
@@ -299,6 +306,8 @@ class IntermediateScattering(CorrelationRun, PairHistogramBase):
     def __getstate__(self):
         state = super().__getstate__()
         state["_kspace"] = None
+        state["_executor"] = None
+        state["_pending"] = None
         return state
 
     def _start_part(self, n_frames):
@@ -319,6 +328,11 @@ class IntermediateScattering(CorrelationRun, PairHistogramBase):
 
             kdev = self.device if str(self.device).startswith("cuda") else "cpu"
             self._kspace = KSpaceEngine(device=kdev, n_threads=self.worker_threads)
+            if kdev != "cpu":  # (created in the worker that computes: see __getstate__)
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._executor = ThreadPoolExecutor(1, thread_name_prefix="fastrdf-kspace")
+                self._pending = deque()
 
     def _accumulate(self, pos, box):  # (the frame's rows: kept, and their amplitudes)
         ts = self._ts
@@ -340,12 +354,39 @@ class IntermediateScattering(CorrelationRun, PairHistogramBase):
         self._store_frame("frame_time", ts.time)
         self._store_frame("frame_box", dims)
         if self.coherent:
-            amp = self._kspace.amplitudes(pos, self.layout.offsets, self._box,
-                                          self._shells[0])
-            self._store_frame("frame_rho_re", amp.real)
-            self._store_frame("frame_rho_im", amp.imag)
+            args = (self.layout.offsets, self._box, self._shells[0])
+            if getattr(self, "_executor", None) is not None:
+                # (a copy: the frame loop reuses its positions' buffer)
+                future = self._executor.submit(self._kspace.amplitudes, np.array(pos), *args)
+                self._pending.append((self._frame_index, future))
+                self._collect_amplitudes(GPU_FRAMES_IN_FLIGHT)
+            else:
+                amp = self._kspace.amplitudes(pos, *args)
+                self._store_frame("frame_rho_re", amp.real)
+                self._store_frame("frame_rho_im", amp.imag)
         if self.self_part:
             self._store_frame("frame_positions", pos)
+
+    def _collect_amplitudes(self, keep=0):
+        """Store the amplitudes of the oldest frames in flight on the GPU until `keep` are
+        left (their rows by the frames' own indices)."""
+        pending = getattr(self, "_pending", None)
+        while pending and len(pending) > keep:
+            index, future = pending.popleft()
+            amp = future.result()
+            self.results["frame_rho_re"][index] = amp.real
+            self.results["frame_rho_im"][index] = amp.imag
+
+    def _synchronize(self):
+        executor = getattr(self, "_executor", None)
+        try:
+            self._collect_amplitudes()
+        finally:
+            if executor is not None:
+                executor.shutdown(wait=True, cancel_futures=True)
+                self._executor = None
+                self._pending = None
+            super()._synchronize()
 
     def _workspace_per_vector(self, n_frames):
         """Bytes of FFT workspace per vector: the species' transforms and their product."""

@@ -223,6 +223,39 @@ def _check_offsets(offsets, n_atoms) -> np.ndarray:
     return np.ascontiguousarray(off)
 
 
+def _ready(a, dtypes, ndim) -> bool:
+    """Whether `a` is already a C-contiguous array of one of `dtypes` with `ndim` axes."""
+    return (isinstance(a, np.ndarray) and a.dtype in dtypes and a.ndim == ndim
+            and a.flags.c_contiguous)
+
+
+def _checked_arguments(positions, offsets, box_vectors, n):
+    """The arguments of :meth:`KSpaceEngine.amplitudes` checked (errors that name the
+    parameter) and converted to the compiled call's types."""
+    pos = np.asarray(positions)
+    if pos.ndim != 2 or pos.shape[1] != 3:
+        raise ValueError(f"positions must be an (N, 3) array (Å), got shape {pos.shape}")
+    if pos.dtype not in (np.float32, np.float64):
+        if not np.issubdtype(pos.dtype, np.number) or np.iscomplexobj(pos):
+            raise TypeError(f"positions must be real numbers, got dtype {pos.dtype}")
+        pos = pos.astype(np.float64)
+    pos = np.ascontiguousarray(pos)
+    off = _check_offsets(offsets, pos.shape[0])
+    box = _check_box(box_vectors)
+    nn = np.asarray(n)
+    if nn.ndim != 2 or nn.shape[1] != 3 or not np.issubdtype(nn.dtype, np.integer):
+        raise ValueError(
+            f"n must be an (M, 3) integer array of reciprocal indices "
+            f"(reciprocal_vectors), got {nn.dtype} of shape {nn.shape}")
+    if nn.shape[0] == 0:
+        raise ValueError(
+            "n holds no k vectors (M = 0): q_max is below the smallest |k| of this box "
+            "(2 pi / the longest box length); raise q_max")
+    if np.abs(nn).max() > 2**20:
+        raise ValueError("n: indices must lie within +-2**20")
+    return pos, off, box, np.ascontiguousarray(nn, dtype=np.int32)
+
+
 class KSpaceEngine:
     r"""Amplitudes :math:`A_a(\mathbf{k})` of species of atoms, on the CPU or a CUDA GPU.
 
@@ -310,48 +343,35 @@ class KSpaceEngine:
         >>> np.round(amp, 12)  # exp(i 2 pi / 4)
         array([[0.+1.j]])
         """
-        pos = np.asarray(positions)
-        if pos.ndim != 2 or pos.shape[1] != 3:
-            raise ValueError(f"positions must be an (N, 3) array (Å), got shape {pos.shape}")
-        if pos.dtype not in (np.float32, np.float64):
-            if not np.issubdtype(pos.dtype, np.number) or np.iscomplexobj(pos):
-                raise TypeError(f"positions must be real numbers, got dtype {pos.dtype}")
-            pos = pos.astype(np.float64)
-        pos = np.ascontiguousarray(pos)
-        off = _check_offsets(offsets, pos.shape[0])
-        box = _check_box(box_vectors)
-        nn = np.asarray(n)
-        if nn.ndim != 2 or nn.shape[1] != 3 or not np.issubdtype(nn.dtype, np.integer):
-            raise ValueError(
-                f"n must be an (M, 3) integer array of reciprocal indices "
-                f"(reciprocal_vectors), got {nn.dtype} of shape {nn.shape}")
-        if nn.shape[0] == 0:
-            raise ValueError(
-                "n holds no k vectors (M = 0): q_max is below the smallest |k| of this box "
-                "(2 pi / the longest box length); raise q_max")
-        if np.abs(nn).max() > 2**20:
-            raise ValueError("n: indices must lie within +-2**20")
-        nn = np.ascontiguousarray(nn, dtype=np.int32)
-        if self._pid != os.getpid():  # first call, or a process forked after it
-            self._impl = self._make_impl()
-            self._pid = os.getpid()
+        # Arrays already of the compiled call's types go to it as they are: it checks the
+        # same things (shapes, ranges, finiteness, a zero volume) without a Python pass over
+        # them each frame; where it refuses, the checks below name the problem.
+        fast = (_ready(positions, (np.float32, np.float64), 2) and _ready(offsets, (np.int64,), 1)
+                and _ready(box_vectors, (np.float64,), 2) and _ready(n, (np.int32,), 2))
+        args = (positions, offsets, box_vectors, n) if fast else \
+            _checked_arguments(positions, offsets, box_vectors, n)
         try:
-            if self._impl is None:
-                n_threads = self.n_threads
-                placement = worker_placement()
-                if n_threads is None and placement is not None:
-                    n_threads = placement.n_threads
-                return _cpu_module().kspace_amplitudes(pos, off, box, nn, n_threads or 0, "")
-            with self._lock:
-                return self._impl.amplitudes(pos, off, box, nn)
-        except ValueError as exc:
-            # (the compiled call checks finiteness while it converts the positions; the
-            # atoms are named here, only when it fails)
-            if "positions" in str(exc) and not np.all(np.isfinite(pos)):
+            return self._compiled_amplitudes(*args)
+        except ValueError:
+            pos, *_ = _checked_arguments(positions, offsets, box_vectors, n)  # named errors
+            if not np.all(np.isfinite(pos)):
                 bad = np.flatnonzero(~np.all(np.isfinite(pos), axis=1))
                 raise ValueError(
                     f"positions must be finite: {bad.size} atom(s) have NaN or infinite "
                     f"coordinates (first indices {bad[:5].tolist()})") from None
             raise
+
+    def _compiled_amplitudes(self, pos, off, box, nn):
+        if self._pid != os.getpid():  # first call, or a process forked after it
+            self._impl = self._make_impl()
+            self._pid = os.getpid()
+        if self._impl is None:
+            n_threads = self.n_threads
+            placement = worker_placement()
+            if n_threads is None and placement is not None:
+                n_threads = placement.n_threads
+            return _cpu_module().kspace_amplitudes(pos, off, box, nn, n_threads or 0, "")
+        with self._lock:
+            return self._impl.amplitudes(pos, off, box, nn)
 
     _lock = threading.Lock()

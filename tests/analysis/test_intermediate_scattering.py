@@ -222,6 +222,22 @@ def test_gpu_amplitudes_give_the_cpu_results():
     np.testing.assert_allclose(gpu.f_coherent, cpu.f_coherent, rtol=1e-9, atol=1e-12)
 
 
+@requires_gpu
+@pytest.mark.gpu
+def test_gpu_frames_in_flight_keep_their_rows():
+    """On a GPU the amplitudes of up to GPU_FRAMES_IN_FLIGHT frames are computed while the
+    next frames are read, and stored by their own frame indices: over a strided run of more
+    frames than that (stored in the loop and at its end), the same F(q, t) as the CPU's."""
+    from mdakit_fastrdf.analysis.intermediate_scattering import GPU_FRAMES_IN_FLIGHT
+
+    frames = 3 * GPU_FRAMES_IN_FLIGHT + 5
+    u = _brownian(n=500, frames=2 * frames)
+    kw = {"q": [0.6, 1.2], "lags": 6, "self_part": False}
+    cpu = IntermediateScattering(u.atoms, device="cpu", **kw).run(step=2).results
+    gpu = IntermediateScattering(u.atoms, device="cuda", **kw).run(step=2).results
+    np.testing.assert_allclose(gpu.f_coherent, cpu.f_coherent, rtol=1e-9, atol=1e-12)
+
+
 @pytest.mark.parametrize("suffix", [".npz", ".csv"])
 def test_save_load_and_plot(tmp_path, suffix):
     """Saved results load back with the same F(q, t); plot() draws F_s and F for each q."""

@@ -126,6 +126,17 @@ inline void invert_box(const double* m, double* inv) {
     inv[8] = (m[0] * m[4] - m[1] * m[3]) * r;
 }
 
+// rint(v) (round to nearest, ties to even: the default rounding mode) without a library
+// call where the build has no rounding instruction (x86-64's baseline, which the bindings
+// are compiled for, lacks SSE4.1's roundsd): for |v| < 2^51, v + 1.5 2^52 lies in [2^52,
+// 2^53), where the doubles are the integers, so the addition rounds v to an integer exactly
+// as rint does and the subtraction is exact. (IEEE arithmetic: the build has no fast-math.)
+inline double round_to_integer(double v) {
+    constexpr double kMagic = 6755399441055744.0;  // 1.5 * 2^52
+    if (std::fabs(v) < 2251799813685248.0) return (v + kMagic) - kMagic;  // |v| < 2^51
+    return std::rint(v);  // (integers from 2^52 on; NaN)
+}
+
 // Fractional coordinates s = r inv of n atoms, in [-1/2, 1/2] (s - rint(s), exact), into
 // s (n x 3). Returns false when a position is not finite.
 template <typename T>
@@ -136,7 +147,7 @@ inline bool fractional(const T* xyz, std::size_t n, const double* inv, double* s
         finite &= std::isfinite(x) & std::isfinite(y) & std::isfinite(z);
         for (int c = 0; c < 3; ++c) {
             const double v = x * inv[c] + y * inv[3 + c] + z * inv[6 + c];
-            s[3 * j + c] = v - std::rint(v);
+            s[3 * j + c] = v - round_to_integer(v);
         }
     }
     return finite;
