@@ -8,8 +8,8 @@ Not a pytest module (its name does not start with ``test_``); the GPU tests in
 kernels, several sweeps, every box type, both precisions, with and without labels. Double
 precision runs through the float filter (its queues in shared memory and the settle in
 double: ``csrc/cuda/filter.cuh``), also on dense frames and on a frame whose every pair is
-flagged. It also checks each result against the CPU kernel, so a run that the sanitizer slows
-down still proves something.
+flagged. Then the direct k-space sums. It also checks each result against the CPU kernel, so a
+run that the sanitizer slows down still proves something.
 """
 
 import os
@@ -30,10 +30,11 @@ FAST_RULE = bool(build_info().get("cuda_fast_rule"))
 # FASTRDF_SANITIZE_PRECISIONS=double: only the double-precision runs (the float filter's
 # kernels), for a short run (default: both precisions)
 PRECISIONS = tuple(os.environ.get("FASTRDF_SANITIZE_PRECISIONS", "single,double").split(","))
+# FASTRDF_SANITIZE_PARTS=kspace: only the k-space sums (default: histograms,kspace)
+PARTS = tuple(os.environ.get("FASTRDF_SANITIZE_PARTS", "histograms,kspace").split(","))
 
 
-def main():
-    rng = np.random.default_rng(5)
+def histogram_cases(rng):
     n_cases = 0
     # periodic all-pairs frames in spatial order: chunks with one image and chunks without
     os.environ["FASTRDF_CUDA_COMMON_IMAGE"] = "always"
@@ -114,6 +115,34 @@ def main():
                     assert eng.last_launch["method"] == "cells"
                     assert np.array_equal(out, 2 * ref), (box_name, precision, labels, kernel, k)
                     n_cases += 1
+    return n_cases
+
+
+def kspace_cases(rng):
+    """The direct k-space sums: several species (one empty), a triclinic box, a frame of few
+    atoms (one super-chunk) and one of many (hundreds, so the reduction's lanes each add
+    several), and the same plan twice (its super-chunks kept on the device)."""
+    n_cases = 0
+    from mdakit_fastrdf.engine.kspace import GPU_TOLERANCE, KSpaceEngine, reciprocal_vectors
+
+    box = np.array([[30.0, 0.0, 0.0], [4.0, 28.0, 0.0], [-3.0, 5.0, 26.0]])
+    n, _ = reciprocal_vectors(box, 1.6)
+    gpu, cpu = KSpaceEngine(device="cuda"), KSpaceEngine(device="cpu")
+    for sizes in ((5, 0, 3), (9000, 0, 4321), (9000, 0, 4321)):
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        positions = rng.random((int(offsets[-1]), 3)) @ box * 1.3 - 2.0
+        got = gpu.amplitudes(positions, offsets, box, n)
+        ref = cpu.amplitudes(positions, offsets, box, n)
+        bound = GPU_TOLERANCE * np.sqrt(np.maximum(np.array(sizes, float), 1.0))[:, None]
+        assert np.all(np.abs(got - ref) <= bound), sizes
+        n_cases += 1
+    return n_cases
+
+
+def main():
+    rng = np.random.default_rng(5)
+    n_cases = (histogram_cases(rng) if "histograms" in PARTS else 0) + \
+        (kspace_cases(rng) if "kspace" in PARTS else 0)
     print(f"sanitize_cuda: {n_cases} kernel runs agree with the CPU kernel")
 
 

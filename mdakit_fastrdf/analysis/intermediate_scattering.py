@@ -11,7 +11,6 @@ the backend.
 from __future__ import annotations
 
 import numbers
-from collections import deque
 
 import numpy as np
 from MDAnalysis.analysis.results import Results
@@ -42,11 +41,6 @@ __all__ = ["IntermediateScattering", "incoherent_scattering_length"]
 #: of about this size, so that memory beyond the per-frame amplitudes stays bounded.
 CORRELATION_CHUNK_BYTES = 1 << 28
 
-#: Frames whose GPU amplitudes may be in flight at once: on a GPU the amplitudes of a frame
-#: are computed in a thread of their own (the compiled call releases the GIL) while the
-#: frame loop reads the next frames, and are stored when this many are pending or the
-#: part ends.
-GPU_FRAMES_IN_FLIGHT = 8
 
 
 def incoherent_scattering_length(element) -> float:
@@ -306,8 +300,6 @@ class IntermediateScattering(CorrelationRun, PairHistogramBase):
     def __getstate__(self):
         state = super().__getstate__()
         state["_kspace"] = None
-        state["_executor"] = None
-        state["_pending"] = None
         return state
 
     def _start_part(self, n_frames):
@@ -328,11 +320,11 @@ class IntermediateScattering(CorrelationRun, PairHistogramBase):
 
             kdev = self.device if str(self.device).startswith("cuda") else "cpu"
             self._kspace = KSpaceEngine(device=kdev, n_threads=self.worker_threads)
-            if kdev != "cpu":  # (created in the worker that computes: see __getstate__)
-                from concurrent.futures import ThreadPoolExecutor
+            if kdev != "cpu":  # (finished by the base's _synchronize; not pickled)
+                from ..engine.kspace import AmplitudesInFlight
 
-                self._executor = ThreadPoolExecutor(1, thread_name_prefix="fastrdf-kspace")
-                self._pending = deque()
+                self._amplitude_queue = AmplitudesInFlight(self._kspace,
+                                                           self._store_amplitudes)
 
     def _accumulate(self, pos, box):  # (the frame's rows: kept, and their amplitudes)
         ts = self._ts
@@ -355,38 +347,16 @@ class IntermediateScattering(CorrelationRun, PairHistogramBase):
         self._store_frame("frame_box", dims)
         if self.coherent:
             args = (self.layout.offsets, self._box, self._shells[0])
-            if getattr(self, "_executor", None) is not None:
-                # (a copy: the frame loop reuses its positions' buffer)
-                future = self._executor.submit(self._kspace.amplitudes, np.array(pos), *args)
-                self._pending.append((self._frame_index, future))
-                self._collect_amplitudes(GPU_FRAMES_IN_FLIGHT)
+            if self._amplitude_queue is not None:
+                self._amplitude_queue.submit(self._frame_index, pos, *args)
             else:
-                amp = self._kspace.amplitudes(pos, *args)
-                self._store_frame("frame_rho_re", amp.real)
-                self._store_frame("frame_rho_im", amp.imag)
+                self._store_amplitudes(self._frame_index, self._kspace.amplitudes(pos, *args))
         if self.self_part:
             self._store_frame("frame_positions", pos)
 
-    def _collect_amplitudes(self, keep=0):
-        """Store the amplitudes of the oldest frames in flight on the GPU until `keep` are
-        left (their rows by the frames' own indices)."""
-        pending = getattr(self, "_pending", None)
-        while pending and len(pending) > keep:
-            index, future = pending.popleft()
-            amp = future.result()
-            self.results["frame_rho_re"][index] = amp.real
-            self.results["frame_rho_im"][index] = amp.imag
-
-    def _synchronize(self):
-        executor = getattr(self, "_executor", None)
-        try:
-            self._collect_amplitudes()
-        finally:
-            if executor is not None:
-                executor.shutdown(wait=True, cancel_futures=True)
-                self._executor = None
-                self._pending = None
-            super()._synchronize()
+    def _store_amplitudes(self, index, amp):
+        self.results["frame_rho_re"][index] = amp.real
+        self.results["frame_rho_im"][index] = amp.imag
 
     def _workspace_per_vector(self, n_frames):
         """Bytes of FFT workspace per vector: the species' transforms and their product."""

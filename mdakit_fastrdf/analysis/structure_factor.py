@@ -379,6 +379,10 @@ class StructureFactor(SpeciesRDF):
             # 'auto' -> the CPU: the same bits in every worker (see the device parameter)
             kdev = self.device if str(self.device).startswith("cuda") else "cpu"
             self._kspace = KSpaceEngine(device=kdev, n_threads=self.worker_threads)
+            if kdev != "cpu":  # (finished by the base's _synchronize; not pickled)
+                from ..engine.kspace import AmplitudesInFlight
+
+                self._amplitude_queue = AmplitudesInFlight(self._kspace, self._store_kspace)
 
     def _single_frame(self):
         ts = self._ts
@@ -408,13 +412,22 @@ class StructureFactor(SpeciesRDF):
             ib = ib[keep]
             self._kvectors = (key, n, ib, np.bincount(ib, minlength=self._n_direct))
         _, n, ib, count = self._kvectors
-        amp = self._kspace.amplitudes(coords, self.layout.offsets, box, n)
+        key = (self._frame_index, ib, count)
+        if self._amplitude_queue is not None:
+            self._amplitude_queue.submit(key, coords, self.layout.offsets, box, n)
+        else:
+            self._store_kspace(key, self._kspace.amplitudes(coords, self.layout.offsets, box, n))
+
+    def _store_kspace(self, key, amp):
+        """Store the sums of a frame's amplitudes (``key``: the frame's row, the direct q
+        bin of each vector and the vectors of each bin)."""
+        index, ib, count = key
         sums = np.zeros((len(self._pairs), self._n_direct))
         for k, (a, b) in enumerate(self._pairs):
             re = amp[a].real * amp[b].real + amp[a].imag * amp[b].imag
             sums[k] = np.bincount(ib, weights=re, minlength=self._n_direct)
-        self._store_frame("frame_kspace_sum", sums)
-        self._store_frame("frame_kspace_count", count)
+        self.results["frame_kspace_sum"][index] = sums
+        self.results["frame_kspace_count"][index] = count
 
     # -- results --------------------------------------------------------------------------
     def _normalise(self, res):

@@ -62,13 +62,17 @@ from . import (
     worker_placement,
 )
 
-__all__ = ["GPU_TOLERANCE", "KSpaceEngine", "reciprocal_vectors", "wave_vectors"]
+__all__ = ["FRAMES_IN_FLIGHT", "GPU_TOLERANCE", "AmplitudesInFlight", "KSpaceEngine", "reciprocal_vectors",
+           "wave_vectors"]
 
 #: The GPU's amplitudes agree with the CPU's within ``GPU_TOLERANCE * sqrt(N_a)`` (absolute,
 #: per vector; both are within ``1e-12 sqrt(N_a)`` of the exact sum). They are not bitwise
 #: equal: the GPU takes every table entry from ``sincospi`` and adds the atoms in another
 #: (fixed) order.
 GPU_TOLERANCE = 1e-12
+
+#: Frames in flight at most in an :class:`AmplitudesInFlight` by default.
+FRAMES_IN_FLIGHT = 8
 
 
 def _check_box(box_vectors) -> np.ndarray:
@@ -375,3 +379,74 @@ class KSpaceEngine:
             return self._impl.amplitudes(pos, off, box, nn)
 
     _lock = threading.Lock()
+
+
+class AmplitudesInFlight:
+    """Frames' amplitudes computed in a thread of their own while the caller reads the next
+    frames, handed back in the order they were asked for.
+
+    The compiled call releases the GIL for its work (the positions' conversion, the GPU's
+    kernels and transfers), so a frame loop that reads with MDAnalysis and sums on a GPU
+    overlaps the two: on one H200, IntermediateScattering's 500 frames of 16,000 atoms took
+    0.52-0.68 s one after the other and 0.25 s so (benchmarks/NOTES.md). On the CPU, whose
+    kernel already takes every core, the thread does not pay: it is for GPU engines.
+
+    Parameters
+    ----------
+    engine : KSpaceEngine
+        Computes :meth:`KSpaceEngine.amplitudes`, in this object's thread only.
+    store : callable
+        ``store(key, amplitudes)``, called in the caller's thread (from :meth:`submit` and
+        :meth:`finish`), in the order of the submissions.
+    depth : int
+        Frames in flight at most (default :data:`FRAMES_IN_FLIGHT`): :meth:`submit` stores
+        the oldest beyond it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mdakit_fastrdf.engine.kspace import AmplitudesInFlight, KSpaceEngine
+    >>> rows = {}
+    >>> queue = AmplitudesInFlight(KSpaceEngine("cpu"), rows.__setitem__, depth=2)
+    >>> box = np.diag([10.0, 10.0, 10.0])
+    >>> for frame in range(3):
+    ...     queue.submit(frame, [[2.5 * frame, 0, 0]], [0, 1], box, [[1, 0, 0]])
+    >>> queue.finish()
+    >>> np.round(rows[2], 12)  # exp(i 2 pi 5 / 10)
+    array([[-1.+0.j]])
+    """
+
+    def __init__(self, engine, store, depth=FRAMES_IN_FLIGHT):
+        from concurrent.futures import ThreadPoolExecutor
+
+        if isinstance(depth, bool) or not isinstance(depth, numbers.Integral) or depth < 1:
+            raise ValueError(f"depth must be a positive integer, got {depth!r}")
+        self.engine, self.store, self.depth = engine, store, int(depth)
+        self._pending = []
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="fastrdf-kspace")
+
+    def submit(self, key, positions, offsets, box_vectors, n):
+        """Queue one frame (`positions` are copied: the caller may reuse its buffer)."""
+        if self._executor is None:
+            raise RuntimeError("AmplitudesInFlight: submit() after finish()")
+        future = self._executor.submit(self.engine.amplitudes, np.array(positions), offsets,
+                                       box_vectors, n)
+        self._pending.append((key, future))
+        self._store(self.depth)
+
+    def _store(self, keep):
+        while len(self._pending) > keep:
+            key, future = self._pending.pop(0)
+            self.store(key, future.result())
+
+    def finish(self):
+        """Store every frame still in flight and end the thread (also after an error: the
+        frames not yet computed are dropped)."""
+        try:
+            self._store(0)
+        finally:
+            if self._executor is not None:
+                self._executor.shutdown(wait=True, cancel_futures=True)
+                self._executor = None
+                self._pending = []
+

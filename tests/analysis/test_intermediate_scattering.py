@@ -225,12 +225,12 @@ def test_gpu_amplitudes_give_the_cpu_results():
 @requires_gpu
 @pytest.mark.gpu
 def test_gpu_frames_in_flight_keep_their_rows():
-    """On a GPU the amplitudes of up to GPU_FRAMES_IN_FLIGHT frames are computed while the
-    next frames are read, and stored by their own frame indices: over a strided run of more
+    """On a GPU the amplitudes of up to FRAMES_IN_FLIGHT frames are computed while the next
+    frames are read, and stored by their own frame indices: over a strided run of more
     frames than that (stored in the loop and at its end), the same F(q, t) as the CPU's."""
-    from mdakit_fastrdf.analysis.intermediate_scattering import GPU_FRAMES_IN_FLIGHT
+    from mdakit_fastrdf.engine.kspace import FRAMES_IN_FLIGHT
 
-    frames = 3 * GPU_FRAMES_IN_FLIGHT + 5
+    frames = 3 * FRAMES_IN_FLIGHT + 5
     u = _brownian(n=500, frames=2 * frames)
     kw = {"q": [0.6, 1.2], "lags": 6, "self_part": False}
     cpu = IntermediateScattering(u.atoms, device="cpu", **kw).run(step=2).results

@@ -564,6 +564,10 @@ def test_gpu_equals_cpu(liquid):
     assert np.array_equal(cpu.results.partials_transform, gpu.results.partials_transform)
     np.testing.assert_allclose(gpu.results.s, cpu.results.s, rtol=1e-9, atol=1e-9,
                                equal_nan=True)
+    # (the GPU's amplitudes come back from a thread, several frames in flight: each frame's
+    # row is its own)
+    np.testing.assert_allclose(gpu.results.frame_kspace_sum, cpu.results.frame_kspace_sum,
+                               rtol=1e-9, atol=1e-9)
 
 
 def test_blocks(liquid, kspace):

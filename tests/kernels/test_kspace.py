@@ -456,3 +456,52 @@ def test_structure_factor_adk_water_against_freud(adk_water):
     # what mdakit_fastrdf reports (freud's octant is a subset of it in this cell)
     n_all, _ = reciprocal_vectors(box, k_max)
     assert set(map(tuple, n.tolist())) <= set(map(tuple, n_all.tolist()))
+
+
+# ---------------------------------------------------------------------------------------
+# AmplitudesInFlight
+# ---------------------------------------------------------------------------------------
+
+def test_amplitudes_in_flight_store_every_frame_in_order():
+    """Frames' amplitudes come back in the order asked for, each the engine's own result,
+    never more than `depth` in flight; the positions are copied at submit (the caller's
+    buffer is reused), and finish() stores the rest."""
+    from mdakit_fastrdf.engine.kspace import AmplitudesInFlight
+
+    rng = np.random.default_rng(5)
+    box = TRICLINIC
+    positions, offsets = random_system(rng, box, [30, 20])
+    n, _ = reciprocal_vectors(box, 2.0)
+    eng = KSpaceEngine(device="cpu", n_threads=1)
+    stored, pending = [], []
+    queue = AmplitudesInFlight(eng, lambda key, amp: stored.append((key, amp)), depth=3)
+    buffer = np.empty_like(positions)
+    frames = [positions + 0.37 * k for k in range(10)]
+    for k, frame in enumerate(frames):
+        buffer[:] = frame
+        queue.submit(k, buffer, offsets, box, n)
+        pending.append(k)
+        assert len(pending) - len(stored) <= 3
+    buffer[:] = np.nan  # (after the submits: the queue kept its own copies)
+    queue.finish()
+    assert [key for key, _ in stored] == list(range(10))
+    for (k, amp), frame in zip(stored, frames):
+        assert np.array_equal(amp, eng.amplitudes(frame, offsets, box, n))
+    with pytest.raises(RuntimeError, match="after finish"):
+        queue.submit(10, positions, offsets, box, n)
+
+
+def test_amplitudes_in_flight_raise_the_engines_error():
+    """A frame the engine refuses raises its error in the caller (at the submit that stores
+    it, or at finish), and the thread ends; a bad depth is refused."""
+    from mdakit_fastrdf.engine.kspace import AmplitudesInFlight
+
+    box = np.diag([10.0, 10.0, 10.0])
+    queue = AmplitudesInFlight(KSpaceEngine(device="cpu"), lambda key, amp: None, depth=1)
+    queue.submit(0, [[np.nan, 0, 0]], [0, 1], box, [[1, 0, 0]])
+    with pytest.raises(ValueError, match="positions must be finite"):
+        queue.finish()
+    assert queue._executor is None
+    for depth in (0, 1.5, True):
+        with pytest.raises(ValueError, match="depth"):
+            AmplitudesInFlight(KSpaceEngine(device="cpu"), print, depth=depth)
