@@ -257,7 +257,8 @@ def time_correlation(a, b=None, lags=(0,), origins=1, n_threads=None) -> np.ndar
         The stride :math:`s` between time origins.
     n_threads : int, optional
         Threads of the FFTs (:func:`scipy.fft.fft`'s ``workers``, over the transforms of
-        axis 1 onwards: the same values for any count); None: every CPU.
+        axis 1 onwards: the same values for any count); None: every CPU this process may
+        use (its affinity: a batch system's or ``taskset``'s allocation).
 
     Returns
     -------
@@ -275,7 +276,11 @@ def time_correlation(a, b=None, lags=(0,), origins=1, n_threads=None) -> np.ndar
     if origins == 1:
         import scipy.fft
 
-        workers = -1 if n_threads is None else max(1, int(n_threads))
+        from ..engine import available_cpus
+
+        # (None: the CPUs this process may use; scipy's -1 would take os.cpu_count(), every
+        # CPU of the node, under a batch system's or taskset's narrower affinity too)
+        workers = available_cpus() if n_threads is None else max(1, int(n_threads))
         size = 1 << int(np.ceil(np.log2(max(2 * n, 2))))
         fa = scipy.fft.fft(a, n=size, axis=0, workers=workers)
         fb = fa if b is a else scipy.fft.fft(b, n=size, axis=0, workers=workers)
