@@ -140,7 +140,6 @@ class PairHistogramBase(RunParts, ParallelAnalysisMixin, BlockAveraging, FedFram
         self._local_blocks = None
         self._block_arrays = None
         self._run_options = {}
-        self._amplitude_queue = None  # (a subclass's AmplitudesInFlight: _synchronize)
 
     # -- what a subclass supplies -----------------------------------------------------
     def _layout(self) -> PairLayout:
@@ -248,7 +247,6 @@ class PairHistogramBase(RunParts, ParallelAnalysisMixin, BlockAveraging, FedFram
     def __getstate__(self):
         state = self.__dict__.copy()
         state["_engine"] = None
-        state["_amplitude_queue"] = None
         # views into the block counts: pickled, each would be a full copy of its block; a
         # worker makes them again
         state["_block_arrays"] = None
@@ -434,16 +432,8 @@ class PairHistogramBase(RunParts, ParallelAnalysisMixin, BlockAveraging, FedFram
         return self
 
     def _synchronize(self):
-        # the k-space amplitudes a subclass queued on a GPU
-        # (mdakit_fastrdf.engine.kspace.AmplitudesInFlight, as _amplitude_queue), then the
-        # frames the engine queued
-        queue, self._amplitude_queue = getattr(self, "_amplitude_queue", None), None
-        try:
-            if queue is not None:
-                queue.finish()
-        finally:
-            if getattr(self, "_engine", None) is not None:
-                self._engine.synchronize()
+        if getattr(self, "_engine", None) is not None:
+            self._engine.synchronize()
 
     # -- outputs ----------------------------------------------------------------------
     def save(self, filename, format=None, *, metadata=None):

@@ -31,6 +31,7 @@ from .dynamics import (
     time_step,
     unwrap_positions,
 )
+from .kspace_frames import KSpaceFrames
 from .memory import available_memory_bytes
 from .scattering import species_elements, species_weights
 from .species import group_species
@@ -77,7 +78,7 @@ def _check_q(q) -> np.ndarray:
     return arr
 
 
-class IntermediateScattering(CorrelationRun, PairHistogramBase):
+class IntermediateScattering(CorrelationRun, KSpaceFrames, PairHistogramBase):
     r"""Self and coherent intermediate scattering functions of an AtomGroup.
 
     For the shells :math:`|\mathbf{k}| \in [q - \Delta q/2,\ q + \Delta q/2)` of the
@@ -297,11 +298,6 @@ class IntermediateScattering(CorrelationRun, PairHistogramBase):
             rows["frame_positions"] = (len(self._layout().ix), 3)
         return rows
 
-    def __getstate__(self):
-        state = super().__getstate__()
-        state["_kspace"] = None
-        return state
-
     def _start_part(self, n_frames):
         per_frame = sum(int(np.prod(s)) for s in self._frame_rows().values()) * 8
         need = per_frame * n_frames
@@ -316,15 +312,7 @@ class IntermediateScattering(CorrelationRun, PairHistogramBase):
                 f"has free ({free / 2**30:.1f} GiB); analyse fewer frames, fewer q shells, "
                 f"or one part at a time (coherent=False or self_part=False)")
         if self.coherent:
-            from ..engine.kspace import KSpaceEngine
-
-            kdev = self.device if str(self.device).startswith("cuda") else "cpu"
-            self._kspace = KSpaceEngine(device=kdev, n_threads=self.worker_threads)
-            if kdev != "cpu":  # (finished by the base's _synchronize; not pickled)
-                from ..engine.kspace import AmplitudesInFlight
-
-                self._amplitude_queue = AmplitudesInFlight(self._kspace,
-                                                           self._store_amplitudes)
+            self._start_kspace(self._store_amplitudes)
 
     def _accumulate(self, pos, box):  # (the frame's rows: kept, and their amplitudes)
         ts = self._ts
@@ -346,11 +334,8 @@ class IntermediateScattering(CorrelationRun, PairHistogramBase):
         self._store_frame("frame_time", ts.time)
         self._store_frame("frame_box", dims)
         if self.coherent:
-            args = (self.layout.offsets, self._box, self._shells[0])
-            if self._amplitude_queue is not None:
-                self._amplitude_queue.submit(self._frame_index, pos, *args)
-            else:
-                self._store_amplitudes(self._frame_index, self._kspace.amplitudes(pos, *args))
+            self._frame_amplitudes(self._frame_index, pos, self.layout.offsets, self._box,
+                                   self._shells[0])
         if self.self_part:
             self._store_frame("frame_positions", pos)
 

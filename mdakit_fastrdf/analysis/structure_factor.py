@@ -23,6 +23,7 @@ from .blocks import frame_sum
 from .declarations import Curve, Field, Table
 from .docstrings import render_docs
 from .histograms import shell_volumes
+from .kspace_frames import KSpaceFrames
 from .scattering import sinc_transform, species_elements, species_weights
 from .species import SpeciesRDF, pair_index, pair_labels, pair_suffixes, species_index
 from .structure_factor_command import SQ_COMMAND
@@ -69,7 +70,7 @@ def _check_q_range(q_range, qbins):
 
 
 @render_docs
-class StructureFactor(SpeciesRDF):
+class StructureFactor(KSpaceFrames, SpeciesRDF):
     r"""Partial and total static structure factors :math:`S(q)` of a periodic system.
 
     A :class:`~mdakit_fastrdf.SpeciesRDF` (one kernel call per frame for every species
@@ -367,22 +368,13 @@ class StructureFactor(SpeciesRDF):
 
     def __getstate__(self):
         state = super().__getstate__()
-        state["_kspace"] = None
         state["_kvectors"] = None
         return state
 
     def _start_part(self, n_frames):
         self._kvectors = None
         if self._n_direct:
-            from ..engine.kspace import KSpaceEngine
-
-            # 'auto' -> the CPU: the same bits in every worker (see the device parameter)
-            kdev = self.device if str(self.device).startswith("cuda") else "cpu"
-            self._kspace = KSpaceEngine(device=kdev, n_threads=self.worker_threads)
-            if kdev != "cpu":  # (finished by the base's _synchronize; not pickled)
-                from ..engine.kspace import AmplitudesInFlight
-
-                self._amplitude_queue = AmplitudesInFlight(self._kspace, self._store_kspace)
+            self._start_kspace(self._store_kspace)
 
     def _single_frame(self):
         ts = self._ts
@@ -412,11 +404,8 @@ class StructureFactor(SpeciesRDF):
             ib = ib[keep]
             self._kvectors = (key, n, ib, np.bincount(ib, minlength=self._n_direct))
         _, n, ib, count = self._kvectors
-        key = (self._frame_index, ib, count)
-        if self._amplitude_queue is not None:
-            self._amplitude_queue.submit(key, coords, self.layout.offsets, box, n)
-        else:
-            self._store_kspace(key, self._kspace.amplitudes(coords, self.layout.offsets, box, n))
+        self._frame_amplitudes((self._frame_index, ib, count), coords, self.layout.offsets,
+                               box, n)
 
     def _store_kspace(self, key, amp):
         """Store the sums of a frame's amplitudes (``key``: the frame's row, the direct q
