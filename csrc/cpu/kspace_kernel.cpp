@@ -1,11 +1,12 @@
 // CPU kernel of the direct k-space sum (kspace.hpp): compiled once per instruction set
 // (FASTRDF_ISA), like the histogram kernel, and chosen with it at run time.
 //
-// Work: atoms in blocks of kBlock within one species; for each block a thread builds the
-// per-axis tables e_c(n) = exp(i 2 pi n s_c), n = 0 .. max|n_c| (sin/cos of the angle every
-// kSeed rows, without branches (trig.hpp); the complex recurrence e(n) = e(n - 1) e(1)
-// between them), then for each of its (n1, n2) groups the product p = e1(n1) e2(n2) e3(n3c) and, for m = 0, 1, ... (two at a time), the four real
-// sums over the block (kspace.hpp). The lanes are GCC/Clang vectors of four doubles: AVX2 runs
+// Work: atoms in blocks of kBlock within one species. Each block's per-axis tables
+// e_c(n) = exp(i 2 pi n s_c), n = 0 .. max|n_c| (sin/cos of the angle every kSeed rows,
+// without branches (trig.hpp); the complex recurrence e(n) = e(n - 1) e(1) between them) are
+// built once, by one thread, for a batch of blocks; then each thread, for each of its
+// (n1, n2) groups, forms the product p = e1(n1) e2(n2) e3(n3c) and, for m = 0, 1, ... (two
+// at a time), the four real sums over the block (kspace.hpp). The lanes are GCC/Clang vectors of four doubles: AVX2 runs
 // one instruction per operation, the SSE2 baseline two; the sums of every m keep the same
 // order of operations in any variant (four lane accumulators over the block, added as
 // (l0 + l1) + (l2 + l3)), so every variant and every thread count give the same bits.
@@ -42,7 +43,7 @@ namespace {
 constexpr int kBlock = FASTRDF_KSPACE_BLOCK;
 constexpr int kLanes = 4;
 constexpr int kVecs = kBlock / kLanes;
-#ifndef FASTRDF_KSPACE_BATCH
+#ifndef FASTRDF_KSPACE_BATCH  // (a tuning knob, like FASTRDF_KSPACE_BLOCK)
 #define FASTRDF_KSPACE_BATCH 4
 #endif
 // Blocks per thread whose tables are built before the sums that use them

@@ -43,7 +43,6 @@ __all__ = ["IntermediateScattering", "incoherent_scattering_length"]
 CORRELATION_CHUNK_BYTES = 1 << 28
 
 
-
 def incoherent_scattering_length(element) -> float:
     r"""The bound incoherent neutron scattering length of an element (fm),
     :math:`b_\mathrm{inc} = \sqrt{\sigma_\mathrm{inc} / 4\pi}`, from ``periodictable``'s
@@ -312,7 +311,7 @@ class IntermediateScattering(CorrelationRun, KSpaceFrames, PairHistogramBase):
                 f"has free ({free / 2**30:.1f} GiB); analyse fewer frames, fewer q shells, "
                 f"or one part at a time (coherent=False or self_part=False)")
         if self.coherent:
-            self._start_kspace(self._store_amplitudes)
+            self._start_kspace()
 
     def _accumulate(self, pos, box):  # (the frame's rows: kept, and their amplitudes)
         ts = self._ts

@@ -15,24 +15,27 @@ from __future__ import annotations
 
 class KSpaceFrames:
     """Per-frame k-space amplitudes: :meth:`_start_kspace` in ``_start_part``, then
-    :meth:`_frame_amplitudes` for each frame."""
+    :meth:`_frame_amplitudes` for each frame; a subclass supplies
+    :meth:`_store_amplitudes`."""
 
     _kspace = None
     _amplitude_queue = None
-    _kspace_store = None
 
-    def _start_kspace(self, store):
+    def _store_amplitudes(self, key, amplitudes):
+        """Store one frame's amplitudes (``key``: what :meth:`_frame_amplitudes` was given),
+        called in the order of the frames."""
+        raise NotImplementedError
+
+    def _start_kspace(self):
         """Make this worker's k-space engine on the analysis's device (``'auto'`` sums on
         the CPU: the same bits in every worker) and, on a GPU, the queue of frames in
-        flight. ``store(key, amplitudes)`` receives each frame's amplitudes, in the order of
-        :meth:`_frame_amplitudes`."""
+        flight."""
         from ..engine.kspace import AmplitudesInFlight, KSpaceEngine
 
         device = self.device if str(self.device).startswith("cuda") else "cpu"
         self._kspace = KSpaceEngine(device=device, n_threads=self.worker_threads)
-        self._kspace_store = store
         self._amplitude_queue = None if device == "cpu" else \
-            AmplitudesInFlight(self._kspace, store)
+            AmplitudesInFlight(self._kspace, self._store_amplitudes)
 
     def _frame_amplitudes(self, key, positions, offsets, box_vectors, n):
         """The amplitudes of one frame's `positions`, handed to the store with `key`: now on
@@ -40,7 +43,7 @@ class KSpaceFrames:
         if self._amplitude_queue is not None:
             self._amplitude_queue.submit(key, positions, offsets, box_vectors, n)
         else:
-            self._kspace_store(key, self._kspace.amplitudes(positions, offsets, box_vectors, n))
+            self._store_amplitudes(key, self._kspace.amplitudes(positions, offsets, box_vectors, n))
 
     def _synchronize(self):
         queue, self._amplitude_queue = self._amplitude_queue, None
@@ -52,5 +55,5 @@ class KSpaceFrames:
 
     def __getstate__(self):
         state = super().__getstate__()
-        state.update(_kspace=None, _amplitude_queue=None, _kspace_store=None)
+        state.update(_kspace=None, _amplitude_queue=None)
         return state

@@ -374,7 +374,7 @@ class StructureFactor(KSpaceFrames, SpeciesRDF):
     def _start_part(self, n_frames):
         self._kvectors = None
         if self._n_direct:
-            self._start_kspace(self._store_kspace)
+            self._start_kspace()
 
     def _single_frame(self):
         ts = self._ts
@@ -407,7 +407,7 @@ class StructureFactor(KSpaceFrames, SpeciesRDF):
         self._frame_amplitudes((self._frame_index, ib, count), coords, self.layout.offsets,
                                box, n)
 
-    def _store_kspace(self, key, amp):
+    def _store_amplitudes(self, key, amp):
         """Store the sums of a frame's amplitudes (``key``: the frame's row, the direct q
         bin of each vector and the vectors of each bin)."""
         index, ib, count = key

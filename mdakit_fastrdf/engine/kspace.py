@@ -50,6 +50,7 @@ from __future__ import annotations
 import numbers
 import os
 import threading
+from collections import deque
 
 import numpy as np
 
@@ -62,8 +63,8 @@ from . import (
     worker_placement,
 )
 
-__all__ = ["FRAMES_IN_FLIGHT", "GPU_TOLERANCE", "AmplitudesInFlight", "KSpaceEngine", "reciprocal_vectors",
-           "wave_vectors"]
+__all__ = ["FRAMES_IN_FLIGHT", "GPU_TOLERANCE", "AmplitudesInFlight", "KSpaceEngine",
+           "reciprocal_vectors", "wave_vectors"]
 
 #: The GPU's amplitudes agree with the CPU's within ``GPU_TOLERANCE * sqrt(N_a)`` (absolute,
 #: per vector; both are within ``1e-12 sqrt(N_a)`` of the exact sum). They are not bitwise
@@ -422,7 +423,7 @@ class AmplitudesInFlight:
         if isinstance(depth, bool) or not isinstance(depth, numbers.Integral) or depth < 1:
             raise ValueError(f"depth must be a positive integer, got {depth!r}")
         self.engine, self.store, self.depth = engine, store, int(depth)
-        self._pending = []
+        self._pending = deque()
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="fastrdf-kspace")
 
     def submit(self, key, positions, offsets, box_vectors, n):
@@ -436,7 +437,7 @@ class AmplitudesInFlight:
 
     def _store(self, keep):
         while len(self._pending) > keep:
-            key, future = self._pending.pop(0)
+            key, future = self._pending.popleft()
             self.store(key, future.result())
 
     def finish(self):
@@ -448,5 +449,5 @@ class AmplitudesInFlight:
             if self._executor is not None:
                 self._executor.shutdown(wait=True, cancel_futures=True)
                 self._executor = None
-                self._pending = []
+                self._pending.clear()
 
